@@ -1,0 +1,147 @@
+// Package executor defines what the scheduler asks of an executor: run one
+// segment of an execution, re-attach to a segment an earlier daemon started,
+// resume a parked one, and stop one physically. Concrete executors live in
+// the packages below it (shell first).
+//
+// It must never touch coordination storage or decide anything about Work:
+// an executor reports what happened to its process, and the scheduler alone
+// turns that into state.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Transport says how an execution reaches the toolbelt.
+type Transport string
+
+const (
+	// TransportNone: the execution never calls the toolbelt, so it gets no
+	// token and no endpoint.
+	TransportNone Transport = "none"
+	// TransportOS: the execution calls the toolbelt through the os CLI on
+	// its own socket (OS_ENDPOINT, OS_TOKEN_FILE).
+	TransportOS Transport = "os"
+)
+
+// Capability names a mechanical capability a binding may require
+// (config "requires").
+type Capability string
+
+const (
+	CapToolbelt Capability = "toolbelt"
+	CapResume   Capability = "resume"
+)
+
+// Info describes an executor to the registry and the scheduler.
+type Info struct {
+	Name         string
+	Transport    Transport
+	Capabilities []Capability
+}
+
+// Has reports whether the executor has capability c.
+func (i Info) Has(c Capability) bool {
+	for _, have := range i.Capabilities {
+		if have == c {
+			return true
+		}
+	}
+	return false
+}
+
+// ExecutionContext is what the host gives a segment beyond its config.
+type ExecutionContext struct {
+	// Token is the execution's current toolbelt token; empty for transport
+	// none. Executors must not write it anywhere but hand the process
+	// ToolbeltTokenFile instead.
+	Token string
+	// ToolbeltEndpoint is the path of the execution's own toolbelt socket.
+	ToolbeltEndpoint string
+	// ToolbeltTokenFile is the host-written file holding the current token;
+	// it is replaced by rename when the token rotates.
+	ToolbeltTokenFile string
+	// ToolbeltDir is the directory holding the host's os binary.
+	ToolbeltDir string
+	// PlaybookDir holds the playbooks, one per skill as skills/<name>/SKILL.md.
+	PlaybookDir string
+}
+
+// RunRequest is one segment of an execution.
+type RunRequest struct {
+	ExecutionID string
+	WorkID      string
+	ScopeID     string
+	BindingID   string
+	Epoch       int64
+	// Config is the binding's executor config, as validated.
+	Config json.RawMessage
+	// Env holds the resolved secrets, by environment variable name. It is
+	// never logged or stored.
+	Env map[string]string
+	// Dir is a directory the host owns for this execution; the executor
+	// keeps its own state (pid, status, raw output) there so that a later
+	// daemon can Recover the segment.
+	Dir string
+	// Deadline is when the attempt must end; the executor stops the process
+	// when it passes.
+	Deadline time.Time
+	Context  ExecutionContext
+}
+
+// Outcome is how a segment ended.
+type Outcome string
+
+const (
+	Succeeded Outcome = "succeeded"
+	Failed    Outcome = "failed"
+	Cancelled Outcome = "cancelled"
+	// Suspended: a resume-capable executor parked the segment on a
+	// declared wait.
+	Suspended Outcome = "suspended"
+)
+
+// Artifact is a file the segment produced, for the host to store.
+type Artifact struct {
+	Name      string
+	MediaType string
+	Path      string
+}
+
+// Result is what an executor observed of a finished segment.
+type Result struct {
+	Outcome  Outcome
+	ExitCode int
+	// Message is a short, safe explanation (no secrets, no output).
+	Message   string
+	Artifacts []Artifact
+}
+
+// ErrDetached is returned by Run, Recover and Resume when ctx ended before
+// the segment did: the host stopped observing (daemon shutdown), and the
+// process keeps running for a later daemon to Recover.
+var ErrDetached = errors.New("executor: observation detached; the segment is still running")
+
+// ErrGone is returned by Recover when nothing of the segment can be found:
+// the process is not running and left no status.
+var ErrGone = errors.New("executor: segment is gone")
+
+// Executor runs segments. Run, Recover and Resume block until the segment
+// ends (or ctx ends, with ErrDetached); the scheduler calls them on their
+// own goroutines.
+type Executor interface {
+	Info() Info
+	Run(ctx context.Context, req RunRequest) (Result, error)
+	// Recover re-attaches to a segment an earlier daemon started with the
+	// same Dir, and reports its real result when it ends.
+	Recover(ctx context.Context, req RunRequest) (Result, error)
+	// Resume continues a parked execution in a new epoch. Executors without
+	// the resume capability return an error.
+	Resume(ctx context.Context, req RunRequest) (Result, error)
+	// Stop ends a segment physically: a polite signal, then force after
+	// grace. It returns once the segment's processes are gone.
+	Stop(ctx context.Context, req RunRequest, grace time.Duration) error
+}
