@@ -1,0 +1,225 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// server is one execution's socket being served.
+type server struct {
+	ep      Endpoint
+	srv     *http.Server
+	handler atomic.Pointer[http.Handler]
+	done    chan struct{}
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.handler.Load()).ServeHTTP(w, r)
+}
+
+type ctxKey struct{}
+
+// ExecutionFromContext returns the execution whose socket a request arrived
+// on. Serve puts it on every request's context, so one handler can serve
+// every socket and still assert the socket's execution.
+func ExecutionFromContext(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(ctxKey{}).(string)
+	return id, ok
+}
+
+// Serve starts serving h on the execution's socket ep.Socket, which must be
+// the socket Prepare chose for executionID. It returns once the socket
+// listens (mode 0600) and keeps serving in the background until Close,
+// CloseAll or Remove. A stale socket file the host owns is removed first; a
+// path that is something else, or that another process still answers on, is
+// refused. Serving an execution that is already served on the same socket
+// swaps in h and keeps the socket; on another socket, the old one is closed
+// first.
+func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
+	if err := checkExecutionID(executionID); err != nil {
+		return err
+	}
+	if h == nil {
+		return errors.New("runs: Serve needs a handler")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	want := d.endpoint(executionID)
+	socket, err := d.socketPath(Key(executionID), false)
+	if err != nil {
+		return err
+	}
+	if ep.Socket != socket || ep.Dir != want.Dir {
+		return fmt.Errorf("runs: %s is not the toolbelt socket of execution %s; serve the endpoint Prepare returned", ep.Socket, executionID)
+	}
+	if s, ok := d.served[executionID]; ok {
+		if s.ep.Socket == ep.Socket {
+			s.handler.Store(&h)
+			return nil
+		}
+		d.closeLocked(executionID)
+	}
+	if err := checkPrivateDir(filepath.Dir(ep.Socket), d.uid); err != nil {
+		return fmt.Errorf("%w: %w", ErrEndpointUnavailable, err)
+	}
+	if err := d.removeStale(ep.Socket); err != nil {
+		return err
+	}
+	ln, err := listen(ep.Socket)
+	if err != nil {
+		return fmt.Errorf("runs: listen on %s: %w", ep.Socket, err)
+	}
+	s := &server{ep: ep, done: make(chan struct{})}
+	s.handler.Store(&h)
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          d.errorLog(),
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, ctxKey{}, executionID)
+		},
+	}
+	d.served[executionID] = s
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return nil
+}
+
+// Serving reports whether the execution's socket is being served.
+func (d *Dirs) Serving(executionID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.served[executionID]
+	return ok
+}
+
+// Close stops serving the execution's socket and removes the socket file;
+// the run directory stays. Closing an execution that is not served does
+// nothing.
+func (d *Dirs) Close(executionID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeLocked(executionID)
+}
+
+// CloseAll stops serving every socket and keeps every run directory, as the
+// daemon does on shutdown: the next daemon serves a socket again when it
+// adopts the attempt.
+func (d *Dirs) CloseAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range d.served {
+		d.closeLocked(id)
+	}
+}
+
+// closeLocked closes a served socket and waits for its accept loop to end.
+// Requests in flight lose their connections; a client retries with the same
+// request ID. Closing the listener unlinks the socket file.
+func (d *Dirs) closeLocked(executionID string) {
+	s, ok := d.served[executionID]
+	if !ok {
+		return
+	}
+	delete(d.served, executionID)
+	_ = s.srv.Close()
+	<-s.done
+	// The listener unlinks its path on close; make sure nothing is left if
+	// it could not.
+	if fi, err := os.Lstat(s.ep.Socket); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		_ = os.Remove(s.ep.Socket)
+	}
+}
+
+func (d *Dirs) errorLog() *log.Logger {
+	if d.logger == nil {
+		return log.New(io.Discard, "", 0)
+	}
+	return slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)
+}
+
+// removeStale clears the way for a new socket at path: nothing there is
+// fine; a socket the host owns that nobody answers on is removed; anything
+// else is refused.
+func (d *Dirs) removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%w: %s exists and is not a socket; remove it", ErrEndpointUnavailable, path)
+	}
+	if owner, ok := ownerOf(fi); !ok || owner != d.uid {
+		return fmt.Errorf("%w: the socket %s is owned by another user; remove it", ErrEndpointUnavailable, path)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("%w: another process is serving %s; stop it (is a second daemon using this state directory?)", ErrEndpointUnavailable, path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// umaskMu serialises the host's own binds: the umask is process-wide.
+var umaskMu sync.Mutex
+
+// listen binds a Unix socket at path and makes it 0600. The bind runs under
+// umask 077 so the socket is never open to others, not even for the moment
+// before the chmod (its directory is owner-only as well). 077 rather than
+// 177 because the umask is process-wide: a directory another goroutine
+// creates in that moment must stay usable by its owner.
+func listen(path string) (net.Listener, error) {
+	umaskMu.Lock()
+	old := syscall.Umask(0o077)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	umaskMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// checkPrivateDir checks, without changing anything, that path is a real
+// directory owned by uid and closed to everyone else.
+func checkPrivateDir(path string, uid int) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w; prepare the run directory first", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory; remove it", ErrUnsafeDirectory, path)
+	}
+	if owner, ok := ownerOf(fi); !ok || owner != uid {
+		return fmt.Errorf("%w: %s is owned by another user; remove it", ErrUnsafeDirectory, path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o, open to other users; make it 0700", ErrUnsafeDirectory, path, fi.Mode().Perm())
+	}
+	return nil
+}
