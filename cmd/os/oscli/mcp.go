@@ -1,0 +1,194 @@
+package oscli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/spf13/cobra"
+)
+
+// RequestIDArgument is the reserved tool argument that carries a request ID
+// through os mcp. It is taken out of the arguments before the rest become
+// the operation's input.
+const RequestIDArgument = "_request_id"
+
+func newMCPCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve this execution's granted operations as MCP tools on stdio",
+		Long: `Run a Model Context Protocol server on standard input and output. Its tools
+are the operations this execution's token grants (name, summary, input
+schema) and its instructions are the toolbelt's guidance. A tool call is a
+toolbelt call with a fresh request ID, unless the arguments carry one as
+"` + RequestIDArgument + `" (reuse it to retry a call safely); a refusal is a tool error
+with its code and message.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client(s)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			srv, err := newMCPServer(cmd.Context(), c, s.Err)
+			if err != nil {
+				return err
+			}
+			err = srv.Run(cmd.Context(), mcpTransport(s))
+			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("mcp: %w", err)
+		},
+	}
+}
+
+// mcpTransport is stdio for the real process, and the injected streams
+// otherwise.
+func mcpTransport(s Streams) mcp.Transport {
+	if s.In == os.Stdin && s.Out == os.Stdout {
+		return &mcp.StdioTransport{}
+	}
+	return &mcp.IOTransport{Reader: io.NopCloser(s.In), Writer: nopWriteCloser{s.Out}}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// newMCPServer reads the guidance once and builds a server whose tools are
+// the granted operations. A token's grant is pinned for its attempt, so the
+// list does not change while the server runs.
+func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp.Server, error) {
+	g, err := c.Guidance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	instructions := strings.TrimSpace(g.Guidance)
+	if instructions == "" {
+		instructions = "The tools are the Open Conduit toolbelt operations this execution may call."
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "open-conduit-os", Version: version()}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, op := range g.Operations {
+		schema, err := toolSchema(op.InputSchema)
+		if err != nil {
+			fmt.Fprintf(warn, "os mcp: skipping %s: %v\n", op.Name, err)
+			continue
+		}
+		desc := op.Summary
+		if desc == "" {
+			desc = strings.TrimSpace(op.Guidance)
+		}
+		srv.AddTool(&mcp.Tool{Name: op.Name, Description: desc, InputSchema: schema}, toolHandler(c, op.Name))
+	}
+	return srv, nil
+}
+
+// toolSchema turns an operation's input schema into a tool's: an object
+// schema (an absent schema takes any object) that also offers the reserved
+// request ID argument.
+func toolSchema(raw json.RawMessage) (map[string]any, error) {
+	schema := map[string]any{}
+	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return nil, fmt.Errorf("its input schema is not a JSON object: %v", err)
+		}
+	}
+	switch t := schema["type"]; t {
+	case nil:
+		schema["type"] = "object"
+	case "object":
+	default:
+		return nil, fmt.Errorf("its input schema has type %v, but an operation's input is an object", t)
+	}
+	props, ok := schema["properties"].(map[string]any)
+	if !ok {
+		if schema["properties"] != nil {
+			return nil, errors.New("its input schema's properties is not an object")
+		}
+		props = map[string]any{}
+		schema["properties"] = props
+	}
+	if _, taken := props[RequestIDArgument]; !taken {
+		props[RequestIDArgument] = map[string]any{
+			"type":        "string",
+			"description": "Optional. A request ID for this call: repeating a call with the same ID and arguments returns the first call's result instead of acting again. Omit it for a new call.",
+		}
+	}
+	return schema, nil
+}
+
+// toolHandler makes a tool call a toolbelt call of op.
+func toolHandler(c *osclient.Client, op string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		input, requestID, err := splitArguments(req.Params.Arguments)
+		if err != nil {
+			return toolError(&osclient.Error{Code: osclient.CodeInvalidRequest, Message: err.Error()}), nil
+		}
+		if requestID == "" {
+			requestID = freshRequestID()
+		}
+		resp, err := c.Call(ctx, osclient.CallRequest{Operation: op, Input: input, RequestID: requestID})
+		if err != nil {
+			var oe *osclient.Error
+			if errors.As(err, &oe) {
+				return toolError(oe), nil
+			}
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(resp.Result)}}}, nil
+	}
+}
+
+// splitArguments takes the reserved request ID out of a tool call's
+// arguments and returns the rest as the operation's input.
+func splitArguments(raw json.RawMessage) (json.RawMessage, string, error) {
+	if s := strings.TrimSpace(string(raw)); s == "" || s == "null" {
+		return json.RawMessage(`{}`), "", nil
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, "", errors.New("the arguments must be a JSON object")
+	}
+	var requestID string
+	if v, ok := args[RequestIDArgument]; ok {
+		if err := json.Unmarshal(v, &requestID); err != nil {
+			return nil, "", fmt.Errorf("%s must be a string", RequestIDArgument)
+		}
+		delete(args, RequestIDArgument)
+		raw, _ = json.Marshal(args) // raw values of a decoded object always marshal
+	}
+	return raw, requestID, nil
+}
+
+// toolError reports a refusal to the model as a tool error, so it can read
+// the code and message and change course.
+func toolError(e *osclient.Error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(e)}}}
+}
+
+// freshRequestID names one tool call: mcp_ and 32 random hex digits.
+func freshRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "mcp_" + hex.EncodeToString(b[:])
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,222 @@
+// Package osclient is the Go client of an execution's toolbelt socket, as
+// docs/toolbelt.md fixes the wire protocol: HTTP/1.1 over the Unix socket
+// named by OS_ENDPOINT, with the bearer token read from OS_TOKEN_FILE on
+// every call (the host rotates it by rename). The os CLI is built on it, and
+// any program running inside an execution may use it.
+//
+// It must never print, log or return the token, put it anywhere but the
+// Authorization header of a request to the configured socket, follow a
+// redirect, or use a proxy.
+package osclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// The environment an execution's process gets from the host.
+const (
+	EnvEndpoint  = "OS_ENDPOINT"   // the path of the execution's toolbelt socket
+	EnvTokenFile = "OS_TOKEN_FILE" // the file holding the execution's current token
+)
+
+// Routes of the toolbelt socket.
+const (
+	PathCall     = "/v1/toolbelt/call"
+	PathGuidance = "/v1/toolbelt/guidance"
+	PathServing  = "/v1/toolbelt/serving"
+)
+
+// maxResponse bounds a response body the client reads.
+const maxResponse = 16 << 20
+
+// Client calls one execution's toolbelt. It is safe for concurrent use.
+type Client struct {
+	endpoint  string
+	tokenFile string
+	hc        *http.Client
+}
+
+// New returns a client of the socket at endpoint, authenticating with the
+// token in tokenFile.
+func New(endpoint, tokenFile string) (*Client, error) {
+	if endpoint == "" || tokenFile == "" {
+		return nil, &Error{Code: CodeEnvironmentUnset, Message: EnvEndpoint + " and " + EnvTokenFile + " must both be set: os runs inside an Open Conduit execution, whose host sets them"}
+	}
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", endpoint)
+		},
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return &Client{
+		endpoint:  endpoint,
+		tokenFile: tokenFile,
+		hc: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}, nil
+}
+
+// FromEnv returns a client configured by OS_ENDPOINT and OS_TOKEN_FILE, as
+// read through getenv (os.Getenv when nil).
+func FromEnv(getenv func(string) string) (*Client, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return New(getenv(EnvEndpoint), getenv(EnvTokenFile))
+}
+
+// Endpoint returns the socket path the client dials.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Close drops idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Call invokes an operation: POST /v1/toolbelt/call.
+func (c *Client) Call(ctx context.Context, req CallRequest) (*CallResponse, error) {
+	if len(bytes.TrimSpace(req.Input)) == 0 {
+		req.Input = json.RawMessage(`{}`)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidRequest, Message: "the input is not valid JSON: " + err.Error()}
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost"+PathCall, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if req.IdempotencyKey != "" {
+		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	var out CallResponse
+	if err := c.do(hreq, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Guidance reads the guidance of the token's granted operations: GET
+// /v1/toolbelt/guidance.
+func (c *Client) Guidance(ctx context.Context) (*Guidance, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://localhost"+PathGuidance, nil)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := c.do(hreq, &raw); err != nil {
+		return nil, err
+	}
+	var g Guidance
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, badResponse("the guidance document is malformed: " + err.Error())
+	}
+	g.Raw = raw
+	return &g, nil
+}
+
+// Serving lists which of the token's granted operations serve capability:
+// GET /v1/toolbelt/serving?capability=.
+func (c *Client) Serving(ctx context.Context, capability string) (*Serving, error) {
+	u := "http://localhost" + PathServing + "?" + url.Values{"capability": {capability}}.Encode()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out Serving
+	if err := c.do(hreq, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// do authenticates hreq with the current token, sends it and decodes a 200
+// body into out, or the error envelope into an *Error.
+func (c *Client) do(hreq *http.Request, out any) error {
+	token, err := c.token()
+	if err != nil {
+		return err
+	}
+	hreq.Header.Set("Authorization", "Bearer "+token)
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		if ctxErr := hreq.Context().Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return &Error{Code: CodeEndpointUnreachable, Message: fmt.Sprintf("cannot reach the toolbelt socket %s: %v", c.endpoint, unwrapURLError(err))}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return &Error{Code: CodeEndpointUnreachable, Message: fmt.Sprintf("the toolbelt socket %s closed the connection mid-response: %v", c.endpoint, err)}
+	}
+	if len(body) > maxResponse {
+		return badResponse(fmt.Sprintf("the response is larger than %d bytes", maxResponse))
+	}
+	if resp.StatusCode != http.StatusOK {
+		var env struct {
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Code == "" {
+			return badResponse(fmt.Sprintf("HTTP %d without an error envelope", resp.StatusCode))
+		}
+		return &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return badResponse("the response body is not the expected JSON: " + err.Error())
+	}
+	return nil
+}
+
+// token re-reads the token file: the host replaces it by rename whenever it
+// rotates the token, so a cached copy would go stale.
+func (c *Client) token() (string, error) {
+	b, err := os.ReadFile(c.tokenFile)
+	if err != nil {
+		var pe *os.PathError
+		reason := err.Error()
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return "", &Error{Code: CodeTokenUnavailable, Message: fmt.Sprintf("cannot read the token file %s named by %s: %s", c.tokenFile, EnvTokenFile, reason)}
+	}
+	token := strings.TrimRight(string(b), "\r\n")
+	if token == "" || strings.IndexFunc(token, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		// Never say what is in the file: it may be a token.
+		return "", &Error{Code: CodeTokenUnavailable, Message: fmt.Sprintf("the token file %s named by %s does not hold a token", c.tokenFile, EnvTokenFile)}
+	}
+	return token, nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func badResponse(msg string) *Error {
+	return &Error{Code: CodeBadResponse, Message: "the toolbelt's answer makes no sense to this os: " + msg}
+}
