@@ -1,0 +1,204 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/executor"
+)
+
+// ConfigCheck checks an executor's binding config. Its error text is never
+// shown: a refusal becomes an invalid_value diagnostic at the config member
+// with a generic remedy, since the text could quote a configured value.
+type ConfigCheck func(config json.RawMessage) error
+
+// Registry is what the running release registers, against which a
+// configuration is validated: executors and their capabilities, operations
+// and the registration owning each, toolsets, extensions and playbooks.
+// Build it once, then share it read-only; it is not safe to change while it
+// is being read.
+type Registry struct {
+	executors  map[string]registeredExecutor
+	operations map[string]string // operation -> owning registration, "" for a builtin
+	toolsets   map[string]extension.Toolset
+	extensions map[string]bool
+	playbooks  map[string][]string
+}
+
+type registeredExecutor struct {
+	info  executor.Info
+	check ConfigCheck
+}
+
+// NewRegistry returns a registry holding the builtin operations
+// (extension.Builtins) and nothing else.
+func NewRegistry() *Registry {
+	r := &Registry{
+		executors:  map[string]registeredExecutor{},
+		operations: map[string]string{},
+		toolsets:   map[string]extension.Toolset{},
+		extensions: map[string]bool{},
+		playbooks:  map[string][]string{},
+	}
+	for _, op := range extension.Builtins {
+		r.operations[op] = ""
+	}
+	return r
+}
+
+// DefaultRegistry returns a registry holding the builtin operations and the
+// given executors. It panics on an empty or repeated executor name, which
+// is a mistake in the program, not in a configuration.
+func DefaultRegistry(executors ...executor.Info) *Registry {
+	r := NewRegistry()
+	for _, info := range executors {
+		if err := r.AddExecutor(info, nil); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
+
+// ShellExecutorInfo describes the shell executor as this release registers
+// it: transport os, capability toolbelt, no resume.
+var ShellExecutorInfo = executor.Info{
+	Name:         "shell",
+	Transport:    executor.TransportOS,
+	Capabilities: []executor.Capability{executor.CapToolbelt},
+}
+
+// ReleaseRegistry returns what this release registers: the builtin
+// operations and the shell executor. Work that adds extensions or executors
+// to the release extends it here.
+func ReleaseRegistry() *Registry {
+	return DefaultRegistry(ShellExecutorInfo)
+}
+
+// AddExecutor registers an executor. check, when not nil, checks a
+// binding's executor config.
+func (r *Registry) AddExecutor(info executor.Info, check ConfigCheck) error {
+	if info.Name == "" {
+		return fmt.Errorf("%w: executor name is empty", extension.ErrInvalid)
+	}
+	if _, dup := r.executors[info.Name]; dup {
+		return fmt.Errorf("%w: executor %s is already registered", extension.ErrConflict, info.Name)
+	}
+	info.Capabilities = slices.Clone(info.Capabilities)
+	r.executors[info.Name] = registeredExecutor{info: info, check: check}
+	return nil
+}
+
+// AddExtension registers an extension by its registration name, with the
+// operations it owns and the toolsets it publishes. Each operation must be
+// in the extension's namespace and not registered yet; each toolset must
+// pass extension.CheckToolset. A refused extension registers nothing.
+func (r *Registry) AddExtension(name string, operations []string, toolsets []extension.Toolset) error {
+	if err := extension.RegistrationName(name); err != nil {
+		return err
+	}
+	if r.extensions[name] {
+		return fmt.Errorf("%w: extension %s is already registered", extension.ErrConflict, name)
+	}
+	seen := map[string]bool{}
+	for _, op := range operations {
+		if !extension.OwnsOperation(name, op) {
+			return fmt.Errorf("%w: operation %s is outside the namespace of %s", extension.ErrInvalid, op, name)
+		}
+		if _, taken := r.operations[op]; taken || seen[op] {
+			return fmt.Errorf("%w: operation %s is already registered", extension.ErrConflict, op)
+		}
+		seen[op] = true
+	}
+	tsSeen := map[string]bool{}
+	for _, ts := range toolsets {
+		if err := extension.CheckToolset(name, ts); err != nil {
+			return err
+		}
+		if _, taken := r.toolsets[ts.Name]; taken || tsSeen[ts.Name] {
+			return fmt.Errorf("%w: toolset %s is already registered", extension.ErrConflict, ts.Name)
+		}
+		tsSeen[ts.Name] = true
+	}
+	r.extensions[name] = true
+	for _, op := range operations {
+		r.operations[op] = name
+	}
+	for _, ts := range toolsets {
+		ts.Operations = slices.Clone(ts.Operations)
+		r.toolsets[ts.Name] = ts
+	}
+	return nil
+}
+
+// AddPlaybook records the operations a playbook declares it uses, for the
+// grant warnings.
+func (r *Registry) AddPlaybook(name string, operations []string) error {
+	if !validPlaybookName(name) {
+		return fmt.Errorf("%w: playbook name %s is not a valid name", extension.ErrInvalid, name)
+	}
+	r.playbooks[name] = slices.Clone(operations)
+	return nil
+}
+
+// Executor returns a registered executor's description.
+func (r *Registry) Executor(name string) (executor.Info, bool) {
+	e, ok := r.executors[name]
+	return e.info, ok
+}
+
+// OperationOwner returns the registration that owns op ("" for a builtin)
+// and whether op is registered.
+func (r *Registry) OperationOwner(op string) (string, bool) {
+	owner, ok := r.operations[op]
+	return owner, ok
+}
+
+// Operations returns every registered operation, sorted.
+func (r *Registry) Operations() []string { return sortedKeys(r.operations) }
+
+// Toolset returns a registered toolset.
+func (r *Registry) Toolset(name string) (extension.Toolset, bool) {
+	ts, ok := r.toolsets[name]
+	return ts, ok
+}
+
+// Toolsets returns every registered toolset, sorted by name.
+func (r *Registry) Toolsets() []extension.Toolset {
+	out := make([]extension.Toolset, 0, len(r.toolsets))
+	for _, name := range sortedKeys(r.toolsets) {
+		out = append(out, r.toolsets[name])
+	}
+	return out
+}
+
+// Extensions returns the registered extension names, sorted.
+func (r *Registry) Extensions() []string { return sortedKeys(r.extensions) }
+
+// PlaybookOperations returns the operations a registered playbook declares.
+func (r *Registry) PlaybookOperations(name string) ([]string, bool) {
+	ops, ok := r.playbooks[name]
+	return slices.Clone(ops), ok
+}
+
+// toolsetOperations returns the registered members of a toolset, in order.
+func (r *Registry) toolsetOperations(name string) []string {
+	var out []string
+	for _, op := range r.toolsets[name].Operations {
+		if _, ok := r.operations[op.Name]; ok {
+			out = append(out, op.Name)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,379 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
+)
+
+// Validate strictly parses a version 1 configuration and checks its meaning
+// against reg: defaults, ids, parents and cycles, tombstones, executors and
+// their capabilities, references to bindings, secrets, scopes and
+// extensions, and operation lists against their ceilings. It returns every
+// diagnostic together, in a deterministic order, and for a valid
+// configuration its Snapshot and warnings. The snapshot is nil when the
+// result is not valid.
+func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
+	var is issues
+	d := parseDocument(data, &is)
+	if d.root == nil || d.stop {
+		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
+	}
+	v := &validator{d: d, reg: reg, is: &is,
+		status:   map[string]ancestry{},
+		ceilings: map[string]*authority{},
+		reads:    map[string][]string{},
+		bindings: map[[2]string]*EffectiveBinding{},
+	}
+	v.run()
+	if len(is.list) > 0 {
+		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
+	}
+	snap, err := v.snapshot()
+	if err != nil {
+		// A document that parsed cleanly always encodes; this is a bug.
+		is.add(nil, CodeInvalidJSON, "the configuration could not be encoded again: report this as a bug")
+		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
+	}
+	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: GrantWarnings(snap, reg)}
+}
+
+// ancestry is how a live scope's chain of parents ends.
+type ancestry int
+
+const (
+	ancestryUnknown ancestry = iota // not computed yet
+	ancestryVisiting
+	ancestryOK     // reaches a root through live scopes
+	ancestryBroken // an unknown, removed or malformed parent, or a cycle: already reported
+)
+
+type validator struct {
+	d        *doc
+	reg      *Registry
+	is       *issues
+	status   map[string]ancestry
+	ceilings map[string]*authority
+	reads    map[string][]string
+	bindings map[[2]string]*EffectiveBinding
+}
+
+func (v *validator) add(path []step, code Code, remedy string) { v.is.add(path, code, remedy) }
+
+func scopePath(id string, rest ...step) []step {
+	return append([]step{keyStep("scopes"), keyStep(id)}, rest...)
+}
+
+func (v *validator) run() {
+	v.checkExtensions()
+	ids := sortedKeys(v.d.scopes)
+	for _, id := range ids {
+		v.ancestry(id)
+	}
+	for _, id := range ids {
+		sc := v.d.scopes[id]
+		if sc.broken || sc.removed {
+			continue
+		}
+		v.ceiling(id)
+		v.checkBindings(sc)
+		v.checkRoutes(sc)
+	}
+}
+
+func (v *validator) checkExtensions() {
+	for _, name := range sortedKeys(v.d.extensions) {
+		e := v.d.extensions[name]
+		base := []step{keyStep("extensions"), keyStep(name)}
+		if !v.reg.extensions[name] {
+			v.add(base, CodeUnknownReference, "this release registers no extension of this name: correct it, or install the extension")
+		}
+		if !v.d.scopesOK {
+			continue
+		}
+		for _, it := range e.scopes {
+			if _, ok := v.d.scopes[it.s]; !ok {
+				v.add(append(base, keyStep("scopes"), idxStep(it.idx)), CodeUnknownReference, "no scope has this id: name a scope of this configuration")
+			}
+		}
+	}
+}
+
+// ancestry works out, once per scope, whether its chain of parents reaches
+// a root through live scopes, and reports unknown and removed parents and
+// cycles.
+func (v *validator) ancestry(id string) ancestry {
+	sc := v.d.scopes[id]
+	switch st := v.status[id]; st {
+	case ancestryVisiting:
+		return ancestryVisiting
+	case ancestryOK, ancestryBroken:
+		return st
+	}
+	if sc.broken || sc.removed {
+		// A tombstone's parent is kept but never used.
+		v.status[id] = ancestryBroken
+		return ancestryBroken
+	}
+	if !sc.parentSet {
+		v.status[id] = ancestryOK
+		return ancestryOK
+	}
+	parentPath := scopePath(id, keyStep("parent"))
+	if !sc.parentOK {
+		v.status[id] = ancestryBroken
+		return ancestryBroken
+	}
+	p, ok := v.d.scopes[sc.parent]
+	switch {
+	case !ok:
+		if v.d.scopesOK {
+			v.add(parentPath, CodeUnknownReference, "no scope has this id: name a scope of this configuration, or leave parent out for a root scope")
+		}
+		v.status[id] = ancestryBroken
+		return ancestryBroken
+	case p.broken:
+		v.status[id] = ancestryBroken
+		return ancestryBroken
+	case p.removed:
+		v.add(parentPath, CodeInvalidValue, "the parent is a removed scope, which can't be the parent of a live scope: choose another parent, or remove this scope too")
+		v.status[id] = ancestryBroken
+		return ancestryBroken
+	}
+	v.status[id] = ancestryVisiting
+	switch v.ancestry(sc.parent) {
+	case ancestryOK:
+		v.status[id] = ancestryOK
+	case ancestryVisiting:
+		// id closes a cycle: report every scope on it.
+		for c := sc.parent; ; c = v.d.scopes[c].parent {
+			v.add(scopePath(c, keyStep("parent")), CodeCycle, "the chain of parents comes back to this scope: make one scope of the cycle a root, or give it a parent outside the cycle")
+			v.status[c] = ancestryBroken
+			if c == id {
+				break
+			}
+		}
+	default:
+		v.status[id] = ancestryBroken
+	}
+	if v.status[id] == ancestryVisiting {
+		v.status[id] = ancestryBroken
+	}
+	return v.status[id]
+}
+
+// ceiling resolves a live scope's authorization inside its parent's and
+// reports what its lists get wrong. A scope whose ancestry is broken is
+// checked against the registry only, since its ceiling is unknown.
+func (v *validator) ceiling(id string) *authority {
+	if a, ok := v.ceilings[id]; ok {
+		return a
+	}
+	sc := v.d.scopes[id]
+	parent, parentReads := unlimited, []string(nil)
+	if sc.parentSet && v.status[id] == ancestryOK {
+		parent = v.ceiling(sc.parent)
+		parentReads = v.reads[sc.parent]
+	}
+	base := scopePath(id, keyStep("authorization"))
+	a := v.narrow(sc.ops, parent, append(base, keyStep("operations")))
+	v.ceilings[id] = a
+	var reads []string
+	for _, it := range sc.reads {
+		if !parent.unlimited && !slices.Contains(parentReads, it.s) {
+			v.add(append(base, keyStep("reads"), idxStep(it.idx)), CodeAuthorityWidening, "the parent scope does not authorize this read: remove it here, or add it to the parent's authorization.reads first")
+			continue
+		}
+		if !slices.Contains(reads, it.s) {
+			reads = append(reads, it.s)
+		}
+	}
+	v.reads[id] = reads
+	return a
+}
+
+// narrow resolves a list inside within, reporting its problems at path.
+func (v *validator) narrow(items []item, within *authority, path []step) *authority {
+	a, problems := within.narrow(itemStrings(items), v.reg)
+	for _, p := range problems {
+		v.add(append(slices.Clone(path), idxStep(items[p.idx].idx)), p.code, p.remedy)
+	}
+	return a
+}
+
+func (v *validator) checkBindings(sc *docScope) {
+	ceiling := v.ceilings[sc.id]
+	for _, bid := range sortedKeys(sc.bindings) {
+		b := sc.bindings[bid]
+		if b.broken {
+			continue
+		}
+		base := scopePath(sc.id, keyStep("bindings"), keyStep(bid))
+		eb := &EffectiveBinding{ID: bid, Executor: b.executor, Playbook: b.playbook,
+			Secrets: map[string]string{}, Grants: map[string][]string{}}
+		pb := b.binding()
+		eb.Config = pb.Config
+		eb.Requires = pb.Requires
+		if b.executor != "" {
+			info, ok := v.reg.executors[b.executor]
+			if !ok {
+				v.add(append(base, keyStep("executor")), CodeUnknownReference, "this release registers no executor of this name: name a registered executor such as shell")
+			} else {
+				v.checkExecutor(info, b, base)
+			}
+		}
+		eb.Operations = orEmpty(v.narrow(b.ops, ceiling, append(base, keyStep("operations"))).ops)
+		for _, gid := range sortedKeys(b.grants) {
+			g := b.grants[gid]
+			eb.Grants[gid] = orEmpty(v.narrow(g.ops, ceiling, append(base, keyStep("grants"), keyStep(gid), keyStep("operations"))).ops)
+		}
+		for _, sel := range b.secrets {
+			if _, ok := v.d.secrets[sel.secret]; !ok && v.d.secretsOK {
+				v.add(append(base, keyStep("secrets"), keyStep(sel.env)), CodeUnknownReference, "no secret has this name: add it to the top-level secrets, or name one that is there")
+				continue
+			}
+			eb.Secrets[sel.env] = sel.secret
+		}
+		if ops, ok := v.reg.playbooks[b.playbook]; ok && b.playbook != "" {
+			eb.PlaybookOperations = slices.Clone(ops)
+		}
+		v.bindings[[2]string{sc.id, bid}] = eb
+	}
+}
+
+func (v *validator) checkExecutor(e registeredExecutor, b *docBinding, base []step) {
+	for _, it := range b.requires {
+		if !e.info.Has(executor.Capability(it.s)) {
+			v.add(append(slices.Clone(base), keyStep("requires"), idxStep(it.idx)), CodeInvalidCapability,
+				"the binding's executor does not have this capability: choose an executor that has it, or remove it from requires")
+		}
+	}
+	if e.check == nil {
+		return
+	}
+	raw := json.RawMessage("{}")
+	if b.config != nil {
+		if hasBad(b.config) {
+			return // already reported inside
+		}
+		c, err := b.config.canonical(nil)
+		if err != nil {
+			return
+		}
+		raw = c
+	}
+	if err := e.check(raw); err != nil {
+		v.add(append(slices.Clone(base), keyStep("config")), CodeInvalidValue, "the executor refused this config: check it against the executor's documented fields")
+	}
+}
+
+// hasBad reports whether any value under n was already reported.
+func hasBad(n *node) bool {
+	if n.bad {
+		return true
+	}
+	for _, m := range n.members {
+		if hasBad(m.value) {
+			return true
+		}
+	}
+	for _, e := range n.elems {
+		if hasBad(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) checkRoutes(sc *docScope) {
+	seen := map[string]bool{}
+	for _, r := range sc.routes {
+		base := scopePath(sc.id, keyStep("routes"), idxStep(r.idx))
+		if r.id != "" {
+			if seen[r.id] {
+				v.add(append(slices.Clone(base), keyStep("id")), CodeInvalidValue, "another route of this scope has this id: route ids are unique within a scope")
+			}
+			seen[r.id] = true
+		}
+		if r.bindingSet && sc.bindingsOK {
+			if _, ok := sc.bindings[r.binding]; !ok {
+				v.add(append(slices.Clone(base), keyStep("binding")), CodeUnknownReference, "this scope has no binding of this name: name one of the scope's own bindings")
+			}
+		}
+	}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// redactSecrets stands in for each secret reference in the normalized form.
+func (d *doc) redactSecrets(n *node) (string, bool) {
+	p := n.parent
+	if n.kind != kindString || p == nil || p.parent != d.root || p.at.key != "secrets" {
+		return "", false
+	}
+	ref, err := ParseSecretRef(n.text)
+	if err != nil {
+		return redactedMark, true
+	}
+	return ref.String(), true
+}
+
+func (v *validator) snapshot() (*Snapshot, error) {
+	canon, err := v.d.root.canonical(nil)
+	if err != nil {
+		return nil, err
+	}
+	normalized, err := v.d.root.canonical(v.d.redactSecrets)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(canon)
+	s := &Snapshot{
+		Hash:       hex.EncodeToString(sum[:]),
+		Normalized: json.RawMessage(normalized),
+		config:     v.d.config(),
+		scopes:     map[string]*EffectiveScope{},
+	}
+	ids := sortedKeys(v.d.scopes)
+	for _, id := range ids {
+		sc := v.d.scopes[id]
+		es := &EffectiveScope{ID: id, Parent: sc.parent, Enabled: sc.enabled, Removed: sc.removed,
+			Operations: []string{}, Reads: []string{}}
+		if !sc.removed {
+			es.Operations = orEmpty(slices.Clone(v.ceilings[id].ops))
+			es.Reads = orEmpty(slices.Clone(v.reads[id]))
+			es.Bindings = map[string]*EffectiveBinding{}
+			for _, bid := range sortedKeys(sc.bindings) {
+				es.Bindings[bid] = v.bindings[[2]string{id, bid}]
+			}
+			es.Routes = slices.Clone(s.config.Scopes[id].Routes)
+		}
+		s.scopes[id] = es
+		s.order = append(s.order, id)
+	}
+	// Active: enabled and not removed, with every ancestor active. Parents
+	// of live scopes are live and acyclic in a valid configuration.
+	var active func(id string) bool
+	memo := map[string]bool{}
+	active = func(id string) bool {
+		if a, ok := memo[id]; ok {
+			return a
+		}
+		es := s.scopes[id]
+		a := es.Enabled && !es.Removed && (es.Parent == "" || active(es.Parent))
+		memo[id] = a
+		return a
+	}
+	for _, id := range ids {
+		s.scopes[id].Active = active(id)
+	}
+	return s, nil
+}
