@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 // childEnv is a minimal environment for a child process, plus the toolbelt's.
-func childEnv(t *testing.T, tb *toolbeltDouble, extra ...string) []string {
+func childEnv(t testing.TB, tb *toolbeltDouble, extra ...string) []string {
 	home := t.TempDir()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -283,5 +283,19 @@ func TestRealMCPRefusesToStartWithoutAuthority(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "unauthorized") {
 		t.Errorf("os mcp said %q", out)
+	}
+}
+
+// BenchmarkProcessEmit measures what a shell step pays for one emit: start
+// the real os binary, read the token file, call over the socket, exit.
+func BenchmarkProcessEmit(b *testing.B) {
+	tb := newToolbelt(b)
+	env := childEnv(b, tb)
+	for b.Loop() {
+		cmd := exec.Command(osBinary, "emit", "bench.tick")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // issued, keeps request-ID replays and declarations, and records every
 // request it sees. The real toolbelt is tested end to end elsewhere.
 type toolbeltDouble struct {
-	t         *testing.T
+	t         testing.TB
 	dirs      *runs.Dirs
 	execution string
 	ep        runs.Endpoint
@@ -52,7 +52,7 @@ type replay struct {
 }
 
 // newToolbelt serves a double for one execution and issues it a first token.
-func newToolbelt(t *testing.T) *toolbeltDouble {
+func newToolbelt(t testing.TB) *toolbeltDouble {
 	t.Helper()
 	state, err := os.MkdirTemp("", "oc")
 	if err != nil {
