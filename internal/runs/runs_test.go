@@ -482,6 +482,16 @@ func TestServe(t *testing.T) {
 	if got, err := call(ep.Socket, "GET", "/", ""); err != nil || got["tag"] != "two" {
 		t.Fatalf("after a second Serve: %v, %v", got, err)
 	}
+	// A socket removed from under the server is bound afresh.
+	if err := os.Remove(ep.Socket); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Serve("exe_serve", ep, echo("three")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := call(ep.Socket, "GET", "/", ""); err != nil || got["tag"] != "three" {
+		t.Fatalf("after the socket file was removed: %v, %v", got, err)
+	}
 	// Another execution's socket is refused.
 	other, err := d.Prepare("exe_other", "tok")
 	if err != nil {
@@ -586,6 +596,20 @@ func TestClose(t *testing.T) {
 	}
 	if got, err := call(ep.Socket, "GET", "/", ""); err != nil || got["tag"] != "again" {
 		t.Fatalf("served again after Close: %v, %v", got, err)
+	}
+	// A socket someone else bound at the path after ours was removed
+	// survives our Close.
+	if err := os.Remove(ep.Socket); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := net.Listen("unix", ep.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	d.Close("exe_close")
+	if m := mode(t, ep.Socket); m.Type() != fs.ModeSocket {
+		t.Errorf("Close removed a socket it did not bind (%v)", m)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 // server is one execution's socket being served.
 type server struct {
 	ep      Endpoint
+	inode   uint64 // of the socket file as bound
 	srv     *http.Server
 	handler atomic.Pointer[http.Handler]
 	done    chan struct{}
@@ -28,6 +29,23 @@ type server struct {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(*s.handler.Load()).ServeHTTP(w, r)
+}
+
+// bound reports whether the socket file is still the one this server bound.
+func (s *server) bound() bool {
+	return s.inode != 0 && inodeOf(s.ep.Socket) == s.inode
+}
+
+// inodeOf returns the inode of the socket at path, or 0.
+func inodeOf(path string) uint64 {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
 }
 
 type ctxKey struct{}
@@ -67,10 +85,11 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 		return fmt.Errorf("runs: %s is not the toolbelt socket of execution %s; serve the endpoint Prepare returned", ep.Socket, executionID)
 	}
 	if s, ok := d.served[executionID]; ok {
-		if s.ep.Socket == ep.Socket {
+		if s.ep.Socket == ep.Socket && s.bound() {
 			s.handler.Store(&h)
 			return nil
 		}
+		// Another socket, or ours was removed from under us: bind afresh.
 		d.closeLocked(executionID)
 	}
 	if err := checkPrivateDir(filepath.Dir(ep.Socket), d.uid); err != nil {
@@ -83,11 +102,12 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("runs: listen on %s: %w", ep.Socket, err)
 	}
-	s := &server{ep: ep, done: make(chan struct{})}
+	s := &server{ep: ep, done: make(chan struct{}), inode: inodeOf(ep.Socket)}
 	s.handler.Store(&h)
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          d.errorLog(),
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, ctxKey{}, executionID)
@@ -131,7 +151,7 @@ func (d *Dirs) CloseAll() {
 
 // closeLocked closes a served socket and waits for its accept loop to end.
 // Requests in flight lose their connections; a client retries with the same
-// request ID. Closing the listener unlinks the socket file.
+// request ID.
 func (d *Dirs) closeLocked(executionID string) {
 	s, ok := d.served[executionID]
 	if !ok {
@@ -140,9 +160,8 @@ func (d *Dirs) closeLocked(executionID string) {
 	delete(d.served, executionID)
 	_ = s.srv.Close()
 	<-s.done
-	// The listener unlinks its path on close; make sure nothing is left if
-	// it could not.
-	if fi, err := os.Lstat(s.ep.Socket); err == nil && fi.Mode().Type() == fs.ModeSocket {
+	// Remove the socket file, unless it is no longer the one bound here.
+	if s.bound() {
 		_ = os.Remove(s.ep.Socket)
 	}
 }
@@ -198,8 +217,12 @@ func listen(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	// closeLocked removes the file itself, and only while it is still the
+	// socket bound here.
+	ln.SetUnlinkOnClose(false)
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
+		os.Remove(path)
 		return nil, err
 	}
 	return ln, nil
