@@ -18,7 +18,7 @@ granted extension operation such as github.pr.create) with a JSON object as
 input, and print the result. 'os guidance' lists the operations and their
 inputs. With --request-id, repeating the call replays its result instead of
 acting twice.`,
-		Args: cobra.ExactArgs(1),
+		Args: args(1, "one OPERATION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op := args[0]
 			if err := extension.OperationName(op); err != nil {

@@ -17,7 +17,7 @@ func newEmitCmd(s Streams) *cobra.Command {
 		Long: `Emit an Event of TYPE (a declared, namespaced type such as build.done) with
 optional JSON data. The host assigns its source, Work, execution and cause.
 Prints the new Event's ID; --json prints the whole result.`,
-		Args: cobra.ExactArgs(1),
+		Args: args(1, "one Event TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := osclient.EmitInput{Type: args[0], CorrelationKey: key}
 			if data != "" {

@@ -25,7 +25,7 @@ calls the first with the protocol, host, path and username git sent, and
 prints the username and password. When no granted operation serves it, or
 os runs outside an execution, it prints nothing and exits 0, so git asks its
 next helper. store and erase (and any action git adds later) do nothing.`,
-		Args: cobra.ExactArgs(1),
+		Args: args(1, "one action: get, store or erase"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			attrs, err := readCredentialRequest(s.In)
 			if err != nil {

@@ -18,7 +18,7 @@ func newGuidanceCmd(s Streams) *cobra.Command {
 		Long: `Print the agent guidance of this execution's granted operations: the overall
 guidance, then each operation with its summary, guidance, the capabilities it
 serves and its input schema. --json prints the toolbelt's document as is.`,
-		Args: cobra.NoArgs,
+		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := client(s)
 			if err != nil {

@@ -32,7 +32,7 @@ schema) and its instructions are the toolbelt's guidance. A tool call is a
 toolbelt call with a fresh request ID, unless the arguments carry one as
 "` + RequestIDArgument + `" (reuse it to retry a call safely); a refusal is a tool error
 with its code and message.`,
-		Args: cobra.NoArgs,
+		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := client(s)
 			if err != nil {

@@ -17,7 +17,7 @@ func newOutcomeCmd(s Streams) *cobra.Command {
 message and JSON data. It replaces the outcome the executor would infer from
 the exit status, and releases this run's toolbelt authority at once: exit
 after it.`,
-		Args: cobra.ExactArgs(1),
+		Args: args(1, "the outcome, succeeded or failed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := osclient.OutcomeInput{Outcome: args[0], Message: message}
 			if in.Outcome != "succeeded" && in.Outcome != "failed" {

@@ -158,7 +158,7 @@ func nextStep(e *osclient.Error) string {
 	case osclient.CodeInvalidRequest:
 		return "Fix the request; 'os guidance' shows each operation's input schema."
 	case osclient.CodeEnvironmentUnset:
-		return "Run os inside an Open Conduit execution (a binding whose executor uses the toolbelt), which sets OS_ENDPOINT and OS_TOKEN_FILE."
+		return "os runs inside an Open Conduit execution whose executor uses the toolbelt; the host sets both for it."
 	case osclient.CodeTokenUnavailable:
 		return "The host writes the token there before the run starts and replaces it on every resume; if the file is gone, the attempt has ended."
 	case osclient.CodeEndpointUnreachable:
@@ -170,6 +170,19 @@ func nextStep(e *osclient.Error) string {
 		return "The operation refused the request; its message says why."
 	}
 	return ""
+}
+
+// args checks a command's positional arguments: exactly n, named what.
+func args(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, got []string) error {
+		if len(got) == n {
+			return nil
+		}
+		if n == 0 {
+			return usagef("%s takes no arguments (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
+		}
+		return usagef("%s needs %s (see '%s --help')", cmd.CommandPath(), what, cmd.CommandPath())
+	}
 }
 
 // client returns the toolbelt client the environment configures.

@@ -20,7 +20,7 @@ func newWaitCmd(s Streams) *cobra.Command {
 --timeout. The declaration releases this run's toolbelt authority at once:
 exit after it, and the host resumes the Work when a matching Event arrives or
 the timeout passes.`,
-		Args: cobra.NoArgs,
+		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if in.Timeout != "" {
 				if d, err := time.ParseDuration(in.Timeout); err != nil || d <= 0 {

@@ -51,7 +51,7 @@ type Client struct {
 // token in tokenFile.
 func New(endpoint, tokenFile string) (*Client, error) {
 	if endpoint == "" || tokenFile == "" {
-		return nil, &Error{Code: CodeEnvironmentUnset, Message: EnvEndpoint + " and " + EnvTokenFile + " must both be set: os runs inside an Open Conduit execution, whose host sets them"}
+		return nil, &Error{Code: CodeEnvironmentUnset, Message: EnvEndpoint + " and " + EnvTokenFile + " are not both set"}
 	}
 	tr := &http.Transport{
 		Proxy: nil,
