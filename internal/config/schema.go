@@ -64,6 +64,7 @@ type docScope struct {
 	removed    bool
 	ops        []item
 	reads      []item
+	authOK     bool // authorization and its lists are well-typed, if present
 	bindings   map[string]*docBinding
 	bindingsOK bool
 	routes     []*docRoute
@@ -222,6 +223,24 @@ func (s *schema) strings(n *node) []item {
 		}
 	}
 	return out
+}
+
+// operations reads an operation list, reporting elements that are not
+// strings or not shaped as entries. It reports whether every element was
+// well-formed, so that the list's meaning is known.
+func (s *schema) operations(n *node) ([]item, bool) {
+	items := s.strings(n)
+	ok := n.kind == kindArray && len(items) == len(n.elems)
+	out := items[:0:0]
+	for _, it := range items {
+		if _, valid := parseEntry(it.s); !valid {
+			s.add(n.elems[it.idx].path(), CodeInvalidValue, remedyEntry)
+			ok = false
+			continue
+		}
+		out = append(out, it)
+	}
+	return out, ok
 }
 
 const rootFields = "version, limits, secrets, extensions and scopes"
@@ -388,7 +407,7 @@ func (s *schema) readScopes(n *node, out map[string]*docScope) bool {
 			s.add(n.child(m.name), CodeInvalidValue, "a scope "+remedyID)
 			continue
 		}
-		sc := &docScope{id: m.name, enabled: true, bindings: map[string]*docBinding{}, bindingsOK: true}
+		sc := &docScope{id: m.name, enabled: true, authOK: true, bindings: map[string]*docBinding{}, bindingsOK: true}
 		out[m.name] = sc
 		s.readScope(m.value, sc)
 	}
@@ -436,14 +455,19 @@ func (s *schema) readScope(n *node, sc *docScope) {
 
 func (s *schema) readAuthorization(n *node, sc *docScope) {
 	if !s.object(n, `an object such as {"operations": [...], "reads": [...]}`) {
+		sc.authOK = false
 		return
 	}
 	for _, m := range n.members {
 		switch m.name {
 		case "operations":
-			sc.ops = s.strings(m.value)
+			var ok bool
+			sc.ops, ok = s.operations(m.value)
+			sc.authOK = sc.authOK && ok
 		case "reads":
-			for _, it := range s.strings(m.value) {
+			reads := s.strings(m.value)
+			sc.authOK = sc.authOK && m.value.kind == kindArray && len(reads) == len(m.value.elems)
+			for _, it := range reads {
 				if !slices.Contains(Reads, it.s) {
 					s.add(m.value.elems[it.idx].path(), CodeInvalidValue, "a read is one of work, events, executions, artifacts or waits")
 					continue
@@ -491,7 +515,7 @@ func (s *schema) readBinding(n *node, b *docBinding) {
 				b.config = v
 			}
 		case "operations":
-			b.ops = s.strings(v)
+			b.ops, _ = s.operations(v)
 		case "secrets":
 			s.readBindingSecrets(v, b)
 		case "grants":
@@ -559,7 +583,7 @@ func (s *schema) readGrants(n *node, b *docBinding) {
 		for _, f := range m.value.members {
 			switch f.name {
 			case "operations":
-				g.ops = s.strings(f.value)
+				g.ops, _ = s.operations(f.value)
 			default:
 				s.unknown(m.value, f.name, "operations")
 			}

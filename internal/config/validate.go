@@ -23,10 +23,11 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
 	}
 	v := &validator{d: d, reg: reg, is: &is,
-		status:   map[string]ancestry{},
-		ceilings: map[string]*authority{},
-		reads:    map[string][]string{},
-		bindings: map[[2]string]*EffectiveBinding{},
+		status:     map[string]ancestry{},
+		ceilings:   map[string]*authority{},
+		reads:      map[string][]string{},
+		readsClean: map[string]bool{},
+		bindings:   map[[2]string]*EffectiveBinding{},
 	}
 	v.run()
 	if len(is.list) > 0 {
@@ -58,7 +59,10 @@ type validator struct {
 	status   map[string]ancestry
 	ceilings map[string]*authority
 	reads    map[string][]string
-	bindings map[[2]string]*EffectiveBinding
+	// readsClean: the scope's reads are known exactly (well-typed, each
+	// inside its parent's), so its children's can be checked against them.
+	readsClean map[string]bool
+	bindings   map[[2]string]*EffectiveBinding
 }
 
 func (v *validator) add(path []step, code Code, remedy string) { v.is.add(path, code, remedy) }
@@ -173,18 +177,27 @@ func (v *validator) ceiling(id string) *authority {
 		return a
 	}
 	sc := v.d.scopes[id]
-	parent, parentReads := unlimited, []string(nil)
+	parent, parentReads, readsKnown := unlimited, []string(nil), false
 	if sc.parentSet && v.status[id] == ancestryOK {
 		parent = v.ceiling(sc.parent)
 		parentReads = v.reads[sc.parent]
+		readsKnown = v.readsClean[sc.parent]
 	}
 	base := scopePath(id, keyStep("authorization"))
-	a := v.narrow(sc.ops, parent, append(base, keyStep("operations")))
+	a, clean := v.narrow(sc.ops, parent, append(base, keyStep("operations")))
+	if !clean || !sc.authOK {
+		// What the list meant is unknown, so the lists inside it are
+		// checked against the registry only: no second report of the
+		// same mistake.
+		a = unlimited
+	}
 	v.ceilings[id] = a
 	var reads []string
+	v.readsClean[id] = sc.authOK
 	for _, it := range sc.reads {
-		if !parent.unlimited && !slices.Contains(parentReads, it.s) {
+		if readsKnown && !slices.Contains(parentReads, it.s) {
 			v.add(append(base, keyStep("reads"), idxStep(it.idx)), CodeAuthorityWidening, "the parent scope does not authorize this read: remove it here, or add it to the parent's authorization.reads first")
+			v.readsClean[id] = false
 			continue
 		}
 		if !slices.Contains(reads, it.s) {
@@ -195,13 +208,14 @@ func (v *validator) ceiling(id string) *authority {
 	return a
 }
 
-// narrow resolves a list inside within, reporting its problems at path.
-func (v *validator) narrow(items []item, within *authority, path []step) *authority {
+// narrow resolves a list inside within, reporting its problems at path. It
+// reports whether the list had none.
+func (v *validator) narrow(items []item, within *authority, path []step) (*authority, bool) {
 	a, problems := within.narrow(itemStrings(items), v.reg)
 	for _, p := range problems {
 		v.add(append(slices.Clone(path), idxStep(items[p.idx].idx)), p.code, p.remedy)
 	}
-	return a
+	return a, len(problems) == 0
 }
 
 func (v *validator) checkBindings(sc *docScope) {
@@ -225,10 +239,12 @@ func (v *validator) checkBindings(sc *docScope) {
 				v.checkExecutor(info, b, base)
 			}
 		}
-		eb.Operations = orEmpty(v.narrow(b.ops, ceiling, append(base, keyStep("operations"))).ops)
+		ops, _ := v.narrow(b.ops, ceiling, append(base, keyStep("operations")))
+		eb.Operations = orEmpty(ops.ops)
 		for _, gid := range sortedKeys(b.grants) {
 			g := b.grants[gid]
-			eb.Grants[gid] = orEmpty(v.narrow(g.ops, ceiling, append(base, keyStep("grants"), keyStep(gid), keyStep("operations"))).ops)
+			gops, _ := v.narrow(g.ops, ceiling, append(base, keyStep("grants"), keyStep(gid), keyStep("operations")))
+			eb.Grants[gid] = orEmpty(gops.ops)
 		}
 		for _, sel := range b.secrets {
 			if _, ok := v.d.secrets[sel.secret]; !ok && v.d.secretsOK {
