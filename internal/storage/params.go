@@ -1,0 +1,285 @@
+package storage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Position is a keyset position on (created_at, id), the order of every
+// list but events.
+type Position struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Page is the keyset window every list takes. Lists are ascending unless
+// Desc. After is exclusive (the last row of the previous page); Until is an
+// inclusive bound on the other side captured at the first page, so rows
+// created later never join a paginated list. Limit 0 means DefaultLimit;
+// it is capped at MaxLimit.
+type Page struct {
+	After *Position
+	Until *Position
+	Limit int
+	Desc  bool
+}
+
+// Limits of one list page.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// EffectiveLimit applies DefaultLimit and MaxLimit.
+func EffectiveLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxLimit:
+		return MaxLimit
+	}
+	return n
+}
+
+// ListEventsParams filters events and pages by seq: AfterSeq is exclusive
+// (0 for the start), UntilSeq an inclusive bound captured at the first page
+// (0 for none). Empty filters match everything.
+type ListEventsParams struct {
+	Scope          string
+	Work           string
+	Execution      string
+	Type           string
+	Root           string
+	CorrelationKey string
+	AfterSeq       int64
+	UntilSeq       int64
+	Limit          int
+	Desc           bool
+}
+
+// FindEventParams selects the first event in Scope after AfterSeq whose
+// type is one of Types (any when empty) and whose correlation key is one of
+// Keys (Keys must not be empty).
+type FindEventParams struct {
+	Scope    string
+	AfterSeq int64
+	Types    []string
+	Keys     []string
+}
+
+// InsertEventParams is an event to append. Root is required (the event's
+// own ID for a root).
+type InsertEventParams struct {
+	ID             string
+	Type           string
+	Source         string
+	Scope          string
+	Work           string
+	Execution      string
+	CorrelationKey string
+	Data           json.RawMessage
+	Parent         string
+	Root           string
+	Depth          int
+	Actor          string
+	DeliveryID     string
+	AcceptedAt     time.Time
+}
+
+// UpdateCausalWindowParams moves a root's rate window, fenced by the
+// window the caller read.
+type UpdateCausalWindowParams struct {
+	Root            string
+	FromWindowStart time.Time
+	FromWindowCount int
+	WindowStart     time.Time
+	WindowCount     int
+}
+
+// ListWorkParams filters Work.
+type ListWorkParams struct {
+	Scope   string
+	State   WorkState
+	Parent  string
+	Binding string
+	Page
+}
+
+// InsertWorkParams is a new Work.
+type InsertWorkParams struct {
+	ID           string
+	Scope        string
+	Binding      string
+	State        WorkState
+	Parent       string
+	CreatedEvent string
+	Grants       []string
+	CreatedAt    time.Time
+}
+
+// UpdateWorkParams changes a Work. Nil fields are left as they are.
+type UpdateWorkParams struct {
+	ID string
+	// FromStates fences the update (empty: any state).
+	FromStates []WorkState
+	// Revision fences the update when non-zero.
+	Revision int64
+
+	State          *WorkState
+	BlockedReason  *string
+	BlockedDetail  *string
+	OutcomeMessage *string
+	OutcomeData    *json.RawMessage
+	InputWatermark *int64
+	// AddAttempts is added to Attempts.
+	AddAttempts int
+	Now         time.Time
+}
+
+// AcquireKeyParams gives Work the key in Scope.
+type AcquireKeyParams struct {
+	Scope string
+	Key   string
+	Work  string
+	At    time.Time
+}
+
+// QueueInputParams queues Event for Work.
+type QueueInputParams struct {
+	Work  string
+	Event string
+	At    time.Time
+}
+
+// ListInputsParams pages a Work's inputs by position (AfterPosition
+// exclusive, UntilPosition inclusive when non-zero).
+type ListInputsParams struct {
+	Work          string
+	AfterPosition int64
+	UntilPosition int64
+	Limit         int
+}
+
+// ListExecutionsParams filters executions.
+type ListExecutionsParams struct {
+	Work   string
+	Scope  string
+	States []ExecutionState
+	Owner  string
+	// NotOwner excludes executions held by this owner.
+	NotOwner string
+	// LeaseExpiredBy selects executions whose lease expired at or before
+	// it (non-zero).
+	LeaseExpiredBy time.Time
+	Page
+}
+
+// InsertExecutionParams is a new execution at epoch 1, running.
+type InsertExecutionParams struct {
+	ID             string
+	Work           string
+	Scope          string
+	Binding        string
+	Executor       string
+	Generation     int64
+	Owner          string
+	LeaseExpiresAt time.Time
+	Deadline       time.Time
+	InputWatermark int64
+	CreatedAt      time.Time
+}
+
+// AdvanceEpochParams starts epoch FromEpoch+1.
+type AdvanceEpochParams struct {
+	ID         string
+	FromEpoch  int64
+	FromStates []ExecutionState
+	// ExpiredBy, when non-zero, requires the lease to have expired by it.
+	ExpiredBy time.Time
+	// State is the state after the advance (running, or stopping when a
+	// stopping execution is adopted).
+	State          ExecutionState
+	Owner          string
+	LeaseExpiresAt time.Time
+	// Deadline and InputWatermark are changed when non-nil.
+	Deadline       *time.Time
+	InputWatermark *int64
+	Now            time.Time
+}
+
+// RenewLeaseParams renews a lease.
+type RenewLeaseParams struct {
+	ID    string
+	Epoch int64
+	Owner string
+	// ValidAt: the lease must still be valid (expire after it).
+	ValidAt        time.Time
+	LeaseExpiresAt time.Time
+	// States the execution may be in (default running).
+	States []ExecutionState
+}
+
+// UpdateExecutionParams changes an execution, fenced by Epoch, Owner (when
+// non-empty) and FromStates (when non-empty).
+type UpdateExecutionParams struct {
+	ID         string
+	Epoch      int64
+	Owner      string
+	FromStates []ExecutionState
+
+	State          *ExecutionState
+	Result         *ExecutionResult
+	Message        *string
+	ExitCode       *int
+	LeaseExpiresAt *time.Time
+	Now            time.Time
+}
+
+// MarkDeclarationAppliedParams records what Complete did with a
+// declaration.
+type MarkDeclarationAppliedParams struct {
+	Execution   string
+	Epoch       int64
+	Disposition string
+	At          time.Time
+}
+
+// ListWaitsParams filters waits.
+type ListWaitsParams struct {
+	Work  string
+	Scope string
+	State WaitState
+	Page
+}
+
+// InsertWaitParams is a new active Wait.
+type InsertWaitParams struct {
+	ID           string
+	Work         string
+	Scope        string
+	Execution    string
+	Epoch        int64
+	Registration string
+	Types        []string
+	Keys         []string
+	OnWorkKeys   bool
+	Watermark    int64
+	Timer        string
+	TimeoutAt    time.Time
+	CreatedAt    time.Time
+}
+
+// UpdateWaitParams moves an active wait to State.
+type UpdateWaitParams struct {
+	ID          string
+	State       WaitState
+	SatisfiedBy string
+	Now         time.Time
+}
+
+// ListArtifactsParams filters artifacts.
+type ListArtifactsParams struct {
+	Execution string
+	Work      string
+	Page
+}

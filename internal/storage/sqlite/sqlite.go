@@ -1,0 +1,289 @@
+// Package sqlite is the embedded coordination store: storage.Store on one
+// SQLite file in WAL mode, with exactly one writer connection (writes are
+// serialised in-process by a mutex, so the single writer never waits on
+// SQLITE_BUSY), a pool of query-only readers, busy_timeout, foreign keys, and
+// the numbered migrations embedded in migrations/ applied at open.
+//
+// synchronous is FULL by default: in WAL mode NORMAL can lose the last
+// committed transactions on power loss (the WAL is not synced at each
+// commit), and the daemon promises that a committed record survives. The
+// cost was measured (docs/performance.md) and is small next to everything
+// else an acceptance does.
+//
+// It must never decide anything about Work or executions (that is the
+// runtime's and the scheduler's job), and never let an
+// engine error other than the storage sentinels escape a fenced update.
+// The clock it is given stamps applied migrations and nothing else.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Options configure Open.
+type Options struct {
+	// Path of the database file. It is created if missing.
+	Path string
+	// Readers is the size of the reader pool (default 4).
+	Readers int
+	// BusyTimeout bounds how long a connection waits for a lock (default
+	// 5s). Only checkpoints and other processes can make it wait.
+	BusyTimeout time.Duration
+	// Synchronous is FULL (default) or NORMAL.
+	Synchronous string
+	// Driver is the database/sql driver name (default "sqlite", the pure Go
+	// modernc.org/sqlite). The driver comparison benchmark sets another.
+	Driver string
+	// Clock stamps applied migrations (default the system clock).
+	Clock clock.Clock
+}
+
+// Store is storage.Store on SQLite.
+type Store struct {
+	queries
+	writer  *sql.DB
+	readers *sql.DB
+	mu      sync.Mutex
+	closed  bool
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at opts.Path and applies the
+// migrations it does not have yet.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("sqlite: no database path given")
+	}
+	if strings.ContainsAny(opts.Path, "?#") {
+		return nil, fmt.Errorf("sqlite: the database path %q contains '?' or '#'; choose a state directory without them", opts.Path)
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	switch strings.ToUpper(opts.Synchronous) {
+	case "":
+		opts.Synchronous = "FULL"
+	case "FULL", "NORMAL":
+		opts.Synchronous = strings.ToUpper(opts.Synchronous)
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous must be FULL or NORMAL, not %q", opts.Synchronous)
+	}
+	if opts.Driver == "" {
+		opts.Driver = driverName
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
+	}
+
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", opts.Synchronous)
+	q.Set("_txlock", "immediate")
+	writer, err := sql.Open(opts.Driver, opts.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	// The writer creates the file and turns WAL on before readers open it.
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+	}
+	if err := migrate(ctx, writer, opts.Clock); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	q.Del("_txlock")
+	q.Set("_query_only", "1")
+	readers, err := sql.Open(opts.Driver, opts.Path+"?"+q.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open readers on %s: %w", opts.Path, err)
+	}
+	readers.SetMaxOpenConns(opts.Readers)
+	readers.SetMaxIdleConns(opts.Readers)
+	s := &Store{writer: writer, readers: readers}
+	s.queries = queries{q: readers}
+	return s, nil
+}
+
+// WithTx runs fn in the write transaction. The transaction is not bound to
+// ctx's cancellation (queries inside it are), so a cancelled caller always
+// gets a clean rollback and never a half-finished commit.
+func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("sqlite: the store is closed")
+	}
+	sqlTx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(&tx{queries: queries{q: sqlTx}}); err != nil {
+		done = true
+		if rerr := sqlTx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rerr))
+		}
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connections. It waits for a running transaction.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return errors.Join(s.readers.Close(), s.writer.Close())
+}
+
+// Pragma reads a PRAGMA value on the writer connection (for tests and
+// diagnostics).
+func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r == '_') {
+			return "", fmt.Errorf("sqlite: bad pragma name %q", name)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var v string
+	err := s.writer.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, err
+}
+
+// SchemaVersion is the highest migration applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.readers.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations lists the embedded migrations in order. Their file names are
+// NNNN_name.sql; the numbers are unique and never reused.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		name := e.Name()
+		num, rest, ok := strings.Cut(name, "_")
+		if !ok || !strings.HasSuffix(rest, ".sql") {
+			return nil, fmt.Errorf("sqlite: migration file %s is not named NNNN_name.sql", name)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("sqlite: migration file %s has no positive number", name)
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("sqlite: migrations %s and %s share number %d", other, name, v)
+		}
+		seen[v] = name
+		body, err := fs.ReadFile(migrationFiles, "migrations/"+name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB, c clock.Clock) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
+	}
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("sqlite: read schema version: %w", err)
+	}
+	if n := len(ms); n > 0 && have > ms[n-1].version {
+		return fmt.Errorf("sqlite: the database has schema version %d, newer than this release knows (%d); run the newer release", have, ms[n-1].version)
+	}
+	for _, m := range ms {
+		if m.version <= have {
+			continue
+		}
+		if err := applyMigration(ctx, db, m, c.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, at.UnixNano()); err != nil {
+		return fmt.Errorf("sqlite: record migration %04d: %w", m.version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+	}
+	return nil
+}

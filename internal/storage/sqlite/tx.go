@@ -1,0 +1,433 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// exists reports whether query returns a row.
+func (t *tx) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := t.q.QueryRowContext(ctx, query, args...).Scan(&one)
+	if err != nil {
+		if errors.Is(err, errNoRows) {
+			return false, nil
+		}
+		return false, fmt.Errorf("sqlite: check: %w", err)
+	}
+	return true, nil
+}
+
+// fenced turns a compare-and-set that touched no row into ErrFenced (or
+// ErrNotFound when the row does not exist at all).
+func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string) error {
+	if n == 1 {
+		return nil
+	}
+	ok, err := t.exists(ctx, `SELECT 1 FROM `+table+` WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s %s", storage.ErrNotFound, what, id)
+	}
+	return fmt.Errorf("%w: %s %s has moved on", storage.ErrFenced, what, id)
+}
+
+// ---- events ----
+
+func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
+	if p.ID == "" || p.Root == "" {
+		return storage.Event{}, errors.New("sqlite: an event needs an id and a root")
+	}
+	if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID); err != nil {
+		return storage.Event{}, err
+	} else if dup {
+		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
+	}
+	if p.DeliveryID != "" {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ?`, p.Source, p.DeliveryID); err != nil {
+			return storage.Event{}, err
+		} else if dup {
+			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
+		}
+	}
+	data := p.Data
+	if len(data) == 0 {
+		data = json.RawMessage(`{}`)
+	}
+	// The sequence is the next number after the highest one, inside the
+	// single writer's transaction: gap-free and in commit order.
+	var seq int64
+	err := t.q.QueryRowContext(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
+		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&seq)
+	if err != nil {
+		return storage.Event{}, writeErr(err, "insert event")
+	}
+	return storage.Event{
+		Seq: seq, ID: p.ID, Type: p.Type, Source: p.Source, Scope: p.Scope, Work: p.Work, Execution: p.Execution,
+		CorrelationKey: p.CorrelationKey, Data: data, Parent: p.Parent, Root: p.Root, Depth: p.Depth, Actor: p.Actor,
+		DeliveryID: p.DeliveryID, AcceptedAt: fromTS(ts(p.AcceptedAt)),
+	}, nil
+}
+
+func (t *tx) InsertCausalRoot(ctx context.Context, r *storage.CausalRoot) error {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM causal_roots WHERE root = ?`, r.Root); err != nil {
+		return err
+	} else if dup {
+		return fmt.Errorf("%w: causal root %s is pinned", storage.ErrDuplicate, r.Root)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO causal_roots (root, max_depth, per_minute, window_start, window_count, pinned_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.Root, r.MaxDepth, r.PerMinute, ts(r.WindowStart), r.WindowCount, ts(r.PinnedAt))
+	return writeErr(err, "pin causal root")
+}
+
+func (t *tx) UpdateCausalWindow(ctx context.Context, p *storage.UpdateCausalWindowParams) error {
+	res, err := t.q.ExecContext(ctx, `UPDATE causal_roots SET window_start = ?, window_count = ?
+		WHERE root = ? AND window_start = ? AND window_count = ?`,
+		ts(p.WindowStart), p.WindowCount, p.Root, ts(p.FromWindowStart), p.FromWindowCount)
+	if err != nil {
+		return writeErr(err, "update causal window")
+	}
+	n, _ := res.RowsAffected()
+	if n != 1 {
+		return fmt.Errorf("%w: causal window of %s has moved on", storage.ErrFenced, p.Root)
+	}
+	return nil
+}
+
+// ---- work ----
+
+func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+	if !p.State.Valid() {
+		return storage.Work{}, fmt.Errorf("sqlite: work state %q is not valid", p.State)
+	}
+	if dup, err := t.exists(ctx, `SELECT 1 FROM work WHERE id = ?`, p.ID); err != nil {
+		return storage.Work{}, err
+	} else if dup {
+		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Work{}, writeErr(err, "insert work")
+	}
+	return t.GetWork(ctx, p.ID)
+}
+
+func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
+	set := []string{"revision = revision + 1", "updated_at = ?"}
+	args := []any{ts(p.Now)}
+	if p.State != nil {
+		if !p.State.Valid() {
+			return storage.Work{}, fmt.Errorf("sqlite: work state %q is not valid", *p.State)
+		}
+		set, args = append(set, "state = ?"), append(args, string(*p.State))
+	}
+	if p.BlockedReason != nil {
+		set, args = append(set, "blocked_reason = ?"), append(args, *p.BlockedReason)
+	}
+	if p.BlockedDetail != nil {
+		set, args = append(set, "blocked_detail = ?"), append(args, *p.BlockedDetail)
+	}
+	if p.OutcomeMessage != nil {
+		set, args = append(set, "outcome_message = ?"), append(args, *p.OutcomeMessage)
+	}
+	if p.OutcomeData != nil {
+		var v any
+		if len(*p.OutcomeData) > 0 {
+			v = string(*p.OutcomeData)
+		}
+		set, args = append(set, "outcome_data = ?"), append(args, v)
+	}
+	if p.InputWatermark != nil {
+		set, args = append(set, "input_watermark = ?"), append(args, *p.InputWatermark)
+	}
+	if p.AddAttempts != 0 {
+		set, args = append(set, "attempts = attempts + ?"), append(args, p.AddAttempts)
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.in("state", stateStrings(p.FromStates))
+	if p.Revision != 0 {
+		w.add("revision = ?", p.Revision)
+	}
+	res, err := t.q.ExecContext(ctx, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Work{}, writeErr(err, "update work")
+	}
+	n, _ := res.RowsAffected()
+	if err := t.fenced(ctx, "work", p.ID, n, "work"); err != nil {
+		return storage.Work{}, err
+	}
+	return t.GetWork(ctx, p.ID)
+}
+
+func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error {
+	if p.Key == "" {
+		return errors.New("sqlite: an empty key cannot be owned")
+	}
+	var owner string
+	err := t.q.QueryRowContext(ctx, `SELECT work FROM work_keys WHERE scope = ? AND key = ? AND released_at IS NULL`, p.Scope, p.Key).Scan(&owner)
+	switch {
+	case err == nil && owner == p.Work:
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
+	case !errors.Is(err, errNoRows):
+		return fmt.Errorf("sqlite: check key owner: %w", err)
+	}
+	_, err = t.q.ExecContext(ctx, `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
+	return writeErr(err, "acquire key")
+}
+
+func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
+	_, err := t.q.ExecContext(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
+	return writeErr(err, "release keys")
+}
+
+func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (storage.Input, error) {
+	in, err := scanInput(t.q.QueryRowContext(ctx, `SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?`, p.Work, p.Event))
+	if err == nil {
+		return in, nil
+	}
+	if !errors.Is(err, errNoRows) {
+		return in, fmt.Errorf("sqlite: check input: %w", err)
+	}
+	var pos int64
+	err = t.q.QueryRowContext(ctx, `UPDATE work SET input_count = input_count + 1, revision = revision + 1, updated_at = ? WHERE id = ? RETURNING input_count`,
+		ts(p.At), p.Work).Scan(&pos)
+	if err != nil {
+		return storage.Input{}, one(err, "work", p.Work)
+	}
+	if _, err := t.q.ExecContext(ctx, `INSERT INTO work_inputs (work, position, event, queued_at) VALUES (?, ?, ?, ?)`,
+		p.Work, pos, p.Event, ts(p.At)); err != nil {
+		return storage.Input{}, writeErr(err, "queue input")
+	}
+	return storage.Input{Work: p.Work, Position: pos, Event: p.Event, QueuedAt: fromTS(ts(p.At))}, nil
+}
+
+// ---- executions ----
+
+func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
+		return storage.Execution{}, err
+	} else if dup {
+		return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
+	}
+	if live, err := t.exists(ctx, `SELECT 1 FROM executions WHERE work = ? AND state <> 'finished'`, p.Work); err != nil {
+		return storage.Execution{}, err
+	} else if live {
+		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, 'running', ?, ?, ?)`,
+		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
+		ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "insert execution")
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
+	state := p.State
+	if state == "" {
+		state = storage.ExecutionRunning
+	}
+	set := []string{"epoch = epoch + 1", "owner = ?", "lease_expires_at = ?", "state = ?", "revision = revision + 1", "updated_at = ?"}
+	args := []any{p.Owner, ts(p.LeaseExpiresAt), string(state), ts(p.Now)}
+	if p.Deadline != nil {
+		set, args = append(set, "deadline = ?"), append(args, ts(*p.Deadline))
+	}
+	if p.InputWatermark != nil {
+		set, args = append(set, "input_watermark = ?"), append(args, *p.InputWatermark)
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.FromEpoch)
+	w.in("state", stateStrings(p.FromStates))
+	if !p.ExpiredBy.IsZero() {
+		w.add("lease_expires_at <= ?", ts(p.ExpiredBy))
+	}
+	res, err := t.q.ExecContext(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "advance epoch")
+	}
+	n, _ := res.RowsAffected()
+	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (storage.Execution, error) {
+	states := p.States
+	if len(states) == 0 {
+		states = []storage.ExecutionState{storage.ExecutionRunning}
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.Epoch)
+	w.add("owner = ?", p.Owner)
+	w.add("lease_expires_at > ?", ts(p.ValidAt))
+	w.in("state", stateStrings(states))
+	res, err := t.q.ExecContext(ctx, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "renew lease")
+	}
+	n, _ := res.RowsAffected()
+	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	set := []string{"revision = revision + 1", "updated_at = ?"}
+	args := []any{ts(p.Now)}
+	if p.State != nil {
+		set, args = append(set, "state = ?"), append(args, string(*p.State))
+	}
+	if p.Result != nil {
+		set, args = append(set, "result = ?"), append(args, string(*p.Result))
+	}
+	if p.Message != nil {
+		set, args = append(set, "message = ?"), append(args, *p.Message)
+	}
+	if p.ExitCode != nil {
+		set, args = append(set, "exit_code = ?"), append(args, *p.ExitCode)
+	}
+	if p.LeaseExpiresAt != nil {
+		set, args = append(set, "lease_expires_at = ?"), append(args, ts(*p.LeaseExpiresAt))
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.Epoch)
+	w.eq("owner", p.Owner)
+	w.in("state", stateStrings(p.FromStates))
+	res, err := t.q.ExecContext(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "update execution")
+	}
+	n, _ := res.RowsAffected()
+	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+// ---- declarations ----
+
+func (t *tx) InsertDeclaration(ctx context.Context, d *storage.Declaration) error {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM declarations WHERE execution = ? AND (epoch = ? OR applied_at IS NULL)`, d.Execution, d.Epoch); err != nil {
+		return err
+	} else if dup {
+		return fmt.Errorf("%w: execution %s already declared", storage.ErrDuplicate, d.Execution)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO declarations (execution, epoch, kind, payload, declared_at) VALUES (?, ?, ?, ?, ?)`,
+		d.Execution, d.Epoch, string(d.Kind), string(d.Payload), ts(d.DeclaredAt))
+	return writeErr(err, "insert declaration")
+}
+
+func (t *tx) MarkDeclarationApplied(ctx context.Context, p *storage.MarkDeclarationAppliedParams) error {
+	res, err := t.q.ExecContext(ctx, `UPDATE declarations SET applied_at = ?, disposition = ? WHERE execution = ? AND epoch = ? AND applied_at IS NULL`,
+		ts(p.At), p.Disposition, p.Execution, p.Epoch)
+	if err != nil {
+		return writeErr(err, "mark declaration applied")
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: declaration of %s epoch %d is not pending", storage.ErrFenced, p.Execution, p.Epoch)
+	}
+	return nil
+}
+
+// ---- waits and timers ----
+
+func (t *tx) InsertWait(ctx context.Context, p *storage.InsertWaitParams) (storage.Wait, error) {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM waits WHERE work = ? AND state = 'active'`, p.Work); err != nil {
+		return storage.Wait{}, err
+	} else if dup {
+		return storage.Wait{}, fmt.Errorf("%w: work %s already has an active wait", storage.ErrDuplicate, p.Work)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO waits (id, work, scope, execution, epoch, registration, types, keys, on_work_keys, watermark, timer, timeout_at, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
+		p.ID, p.Work, p.Scope, nullStr(p.Execution), p.Epoch, p.Registration, jsonList(p.Types), jsonList(p.Keys), p.OnWorkKeys,
+		p.Watermark, nullStr(p.Timer), ts(p.TimeoutAt), ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Wait{}, writeErr(err, "insert wait")
+	}
+	for _, k := range dedupe(p.Keys) {
+		if _, err := t.q.ExecContext(ctx, `INSERT INTO wait_keys (wait, key) VALUES (?, ?)`, p.ID, k); err != nil {
+			return storage.Wait{}, writeErr(err, "insert wait key")
+		}
+	}
+	return t.GetWait(ctx, p.ID)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (t *tx) UpdateWait(ctx context.Context, p *storage.UpdateWaitParams) (storage.Wait, error) {
+	res, err := t.q.ExecContext(ctx, `UPDATE waits SET state = ?, satisfied_by = ?, updated_at = ? WHERE id = ? AND state = 'active'`,
+		string(p.State), nullStr(p.SatisfiedBy), ts(p.Now), p.ID)
+	if err != nil {
+		return storage.Wait{}, writeErr(err, "update wait")
+	}
+	n, _ := res.RowsAffected()
+	if err := t.fenced(ctx, "waits", p.ID, n, "wait"); err != nil {
+		return storage.Wait{}, err
+	}
+	return t.GetWait(ctx, p.ID)
+}
+
+func (t *tx) InsertTimer(ctx context.Context, tm *storage.Timer) error {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM timers WHERE id = ?`, tm.ID); err != nil {
+		return err
+	} else if dup {
+		return fmt.Errorf("%w: timer %s exists", storage.ErrDuplicate, tm.ID)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO timers (id, kind, target, due_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+		tm.ID, tm.Kind, tm.Target, ts(tm.DueAt), ts(tm.CreatedAt))
+	return writeErr(err, "insert timer")
+}
+
+func (t *tx) FireTimer(ctx context.Context, id string, at time.Time) error {
+	res, err := t.q.ExecContext(ctx, `UPDATE timers SET fired_at = ? WHERE id = ? AND fired_at IS NULL`, ts(at), id)
+	if err != nil {
+		return writeErr(err, "fire timer")
+	}
+	n, _ := res.RowsAffected()
+	return t.fenced(ctx, "timers", id, n, "timer")
+}
+
+// ---- artifacts ----
+
+func (t *tx) InsertArtifact(ctx context.Context, a *storage.Artifact) error {
+	if dup, err := t.exists(ctx, `SELECT 1 FROM artifacts WHERE id = ?`, a.ID); err != nil {
+		return err
+	} else if dup {
+		return fmt.Errorf("%w: artifact %s exists", storage.ErrDuplicate, a.ID)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO artifacts (id, execution, work, name, media_type, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Execution, a.Work, a.Name, a.MediaType, a.Size, a.SHA256, ts(a.CreatedAt))
+	return writeErr(err, "insert artifact")
+}

@@ -1,0 +1,172 @@
+// Package storage is Open Conduit's coordination storage: the durable record
+// of what happened (Events), what must be done (Work, its keys and queued
+// inputs), who is doing it right now (executions, with a lease and an epoch),
+// what a piece of work declared and is waiting for (declarations, waits,
+// timers), and what an execution produced (artifacts).
+//
+// It defines the Store interface that every engine implements (SQLite, in
+// package sqlite, is the embedded default) and the record and parameter types
+// those engines share. One transaction entry point, Store.WithTx, groups the
+// writes that belong together; every query takes a *Params struct. Updates of
+// executions, Work, waits and timers are compare-and-set: they name the state
+// (and the epoch and owner) they expect, and fail with ErrFenced when the row
+// has moved on, so a superseded attempt can never act.
+//
+// It must never decide anything: it does not know what a route, a binding or
+// an operator is, never reads the clock (callers pass every timestamp), never
+// knows HTTP, and never stores a secret or a token's plaintext.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/open-conduit/open-conduit/extension"
+)
+
+// Sentinel errors. Engines translate their own errors (sql.ErrNoRows, unique
+// constraint violations) into these at the driver edge, so callers use
+// errors.Is and never look at engine errors.
+var (
+	// ErrNotFound: no record has the given identity.
+	ErrNotFound = fmt.Errorf("storage: %w", extension.ErrNotFound)
+	// ErrDuplicate: the write would break a uniqueness rule (an event id, a
+	// delivery identity, a key owned by another nonterminal Work, a second
+	// pending declaration of an execution).
+	ErrDuplicate = fmt.Errorf("storage: duplicate: %w", extension.ErrConflict)
+	// ErrFenced: a compare-and-set update found the row in another state,
+	// epoch, owner or revision than the caller named; nothing was written.
+	ErrFenced = fmt.Errorf("storage: fenced: %w", extension.ErrConflict)
+)
+
+// IsNotFound reports whether err is (or wraps) ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Store is a coordination store. Its Reader methods read outside any write
+// transaction (engines may serve them from a pool of readers, so they see the
+// last committed state); WithTx runs fn in the single write transaction.
+type Store interface {
+	Reader
+	// WithTx runs fn in a write transaction and commits it when fn returns
+	// nil. When fn returns an error (or panics) the transaction is rolled
+	// back, even if ctx has ended, and the error is returned unchanged.
+	// Writes are serialised: one WithTx runs at a time.
+	WithTx(ctx context.Context, fn func(tx Tx) error) error
+	// Close releases the store. It must not be used afterwards.
+	Close() error
+}
+
+// Reader holds the queries. Inside a transaction they see the transaction's
+// own writes.
+type Reader interface {
+	GetEvent(ctx context.Context, id string) (Event, error)
+	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
+	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
+	ListEvents(ctx context.Context, p *ListEventsParams) ([]Event, error)
+	// FindEvent returns the first event (lowest seq) matching p, or
+	// ErrNotFound. Waits use it to backscan the events accepted since their
+	// watermark.
+	FindEvent(ctx context.Context, p *FindEventParams) (Event, error)
+	// LastSeq is the highest acceptance sequence, 0 for an empty record.
+	LastSeq(ctx context.Context) (int64, error)
+	GetCausalRoot(ctx context.Context, root string) (CausalRoot, error)
+
+	GetWork(ctx context.Context, id string) (Work, error)
+	ListWork(ctx context.Context, p *ListWorkParams) ([]Work, error)
+	// ListClaimable lists ready, unheld Work whose previous attempt is not
+	// still stopping, oldest first.
+	ListClaimable(ctx context.Context, limit int) ([]Work, error)
+	// GetKeyOwner returns the nonterminal Work that owns key in scope.
+	GetKeyOwner(ctx context.Context, scope, key string) (Work, error)
+	// ListWorkKeys lists the keys a Work currently owns, sorted.
+	ListWorkKeys(ctx context.Context, workID string) ([]string, error)
+	ListInputs(ctx context.Context, p *ListInputsParams) ([]Input, error)
+
+	GetExecution(ctx context.Context, id string) (Execution, error)
+	ListExecutions(ctx context.Context, p *ListExecutionsParams) ([]Execution, error)
+	// GetLiveExecution returns the Work's execution that is not finished
+	// (running, parked or stopping), or ErrNotFound.
+	GetLiveExecution(ctx context.Context, workID string) (Execution, error)
+	// CountLeased counts the running and stopping executions owner holds.
+	CountLeased(ctx context.Context, owner string) (int, error)
+	GetDeclaration(ctx context.Context, executionID string, epoch int64) (Declaration, error)
+	// GetPendingDeclaration returns the execution's declaration that has not
+	// been applied yet (at most one exists), or ErrNotFound.
+	GetPendingDeclaration(ctx context.Context, executionID string) (Declaration, error)
+
+	GetWait(ctx context.Context, id string) (Wait, error)
+	// GetActiveWait returns the Work's active Wait (at most one), or
+	// ErrNotFound.
+	GetActiveWait(ctx context.Context, workID string) (Wait, error)
+	ListWaits(ctx context.Context, p *ListWaitsParams) ([]Wait, error)
+	// ListActiveWaitsByKey lists the active waits in scope that name key
+	// explicitly.
+	ListActiveWaitsByKey(ctx context.Context, scope, key string) ([]Wait, error)
+	GetTimer(ctx context.Context, id string) (Timer, error)
+	ListDueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+
+	GetArtifact(ctx context.Context, id string) (Artifact, error)
+	ListArtifacts(ctx context.Context, p *ListArtifactsParams) ([]Artifact, error)
+}
+
+// Tx is the write transaction. Its Reader methods see its own writes.
+type Tx interface {
+	Reader
+
+	// InsertEvent appends an event. The engine assigns Seq: the next
+	// number after the highest committed one, so that the sequence has no
+	// gaps. ErrDuplicate when the id or (source, delivery id) is taken.
+	InsertEvent(ctx context.Context, p *InsertEventParams) (Event, error)
+	// InsertCausalRoot pins a root's limits; ErrDuplicate if pinned.
+	InsertCausalRoot(ctx context.Context, r *CausalRoot) error
+	// UpdateCausalWindow moves a root's rate window; ErrFenced when the
+	// window is no longer the one the caller read.
+	UpdateCausalWindow(ctx context.Context, p *UpdateCausalWindowParams) error
+
+	InsertWork(ctx context.Context, p *InsertWorkParams) (Work, error)
+	// UpdateWork changes a Work if it is still in one of FromStates (and at
+	// Revision, when given), and bumps its revision; ErrFenced otherwise.
+	UpdateWork(ctx context.Context, p *UpdateWorkParams) (Work, error)
+	// AcquireKey makes a Work the owner of a key in its scope;
+	// ErrDuplicate when another Work owns it. Owning it already is fine.
+	AcquireKey(ctx context.Context, p *AcquireKeyParams) error
+	// ReleaseKeys releases every key the Work owns.
+	ReleaseKeys(ctx context.Context, workID string, at time.Time) error
+	// QueueInput appends an event to the Work's inputs. Queuing the same
+	// event twice returns the first Input and does not add another.
+	QueueInput(ctx context.Context, p *QueueInputParams) (Input, error)
+
+	InsertExecution(ctx context.Context, p *InsertExecutionParams) (Execution, error)
+	// AdvanceEpoch starts the next epoch of an execution (claim of a parked
+	// one, recovery, adoption): epoch FromEpoch+1 under a new owner and
+	// lease. ErrFenced unless the execution is still at FromEpoch in one of
+	// FromStates (and, when given, its lease expired by ExpiredBy).
+	AdvanceEpoch(ctx context.Context, p *AdvanceEpochParams) (Execution, error)
+	// RenewLease extends a lease held by Owner at Epoch that is still valid
+	// at ValidAt; ErrFenced otherwise.
+	RenewLease(ctx context.Context, p *RenewLeaseParams) (Execution, error)
+	// UpdateExecution changes an execution at Epoch (held by Owner, when
+	// given) in one of FromStates; ErrFenced otherwise.
+	UpdateExecution(ctx context.Context, p *UpdateExecutionParams) (Execution, error)
+
+	// InsertDeclaration records a segment's declaration; ErrDuplicate when
+	// the epoch already declared or the execution has a pending one.
+	InsertDeclaration(ctx context.Context, d *Declaration) error
+	// MarkDeclarationApplied records that Complete applied (or discarded)
+	// a declaration; ErrFenced when it was already.
+	MarkDeclarationApplied(ctx context.Context, p *MarkDeclarationAppliedParams) error
+
+	// InsertWait registers a Wait; ErrDuplicate when the Work has an
+	// active one.
+	InsertWait(ctx context.Context, p *InsertWaitParams) (Wait, error)
+	// UpdateWait moves an active Wait to another state; ErrFenced when it
+	// is no longer active.
+	UpdateWait(ctx context.Context, p *UpdateWaitParams) (Wait, error)
+	InsertTimer(ctx context.Context, t *Timer) error
+	// FireTimer marks a timer fired; ErrFenced when it already fired.
+	FireTimer(ctx context.Context, id string, at time.Time) error
+
+	InsertArtifact(ctx context.Context, a *Artifact) error
+}
