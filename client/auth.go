@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Health is the body of GET /v1/health.
+type Health struct {
+	Status     string `json:"status"`
+	Version    string `json:"version"`
+	Generation int64  `json:"generation"`
+	// Raw is the response body as the API sent it.
+	Raw []byte `json:"-"`
+}
+
+// Health asks whether the daemon is serving and which configuration
+// generation is active.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	resp, err := c.decode(ctx, http.MethodGet, "/v1/health", nil, nil, &h)
+	if err != nil {
+		return nil, err
+	}
+	h.Raw = resp.Body
+	return &h, nil
+}
+
+// Issued is a credential with its token, as rotation and operator issue
+// return it: the only time the token is ever shown.
+type Issued struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	TokenID   string    `json:"token_id"`
+	Token     string    `json:"token"`
+	CreatedAt time.Time `json:"created_at"`
+	Raw       []byte    `json:"-"`
+}
+
+// Rotate revokes the caller's credential and returns its replacement
+// (same name and role). The old token is refused from then on; if the
+// response is lost, the owner recovers with RecoverOperator on the host.
+func (c *Client) Rotate(ctx context.Context) (*Issued, error) {
+	var out Issued
+	resp, err := c.decode(ctx, http.MethodPost, "/v1/auth/rotate", struct{}{}, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = resp.Body
+	return &out, nil
+}
+
+// AddOperator issues a credential for a named operator; role "" means
+// view. Needs the admin role.
+func (c *Client) AddOperator(ctx context.Context, name, role string) (*Issued, error) {
+	body := struct {
+		Name string `json:"name"`
+		Role string `json:"role,omitempty"`
+	}{name, role}
+	var out Issued
+	resp, err := c.decode(ctx, http.MethodPost, "/v1/auth/operators", body, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = resp.Body
+	return &out, nil
+}
+
+// Operator is one credential in the operator listing.
+type Operator struct {
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	TokenID   string     `json:"token_id"`
+	Owner     bool       `json:"owner"`
+	Active    bool       `json:"active"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// OperatorList is the body of GET /v1/auth/operators.
+type OperatorList struct {
+	Items []Operator `json:"items"`
+	Raw   []byte     `json:"-"`
+}
+
+// Operators lists every operator credential, active and revoked.
+func (c *Client) Operators(ctx context.Context) (*OperatorList, error) {
+	var out OperatorList
+	resp, err := c.decode(ctx, http.MethodGet, "/v1/auth/operators", nil, nil, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = resp.Body
+	return &out, nil
+}
+
+// Revoked is the body of POST /v1/auth/revoke.
+type Revoked struct {
+	TokenID string `json:"token_id"`
+	// Class is "operator" or "execution".
+	Class    string `json:"class"`
+	Revoked  bool   `json:"revoked"`
+	Replayed bool   `json:"-"`
+	Raw      []byte `json:"-"`
+}
+
+// Revoke revokes a credential or an execution token by its id. It sends
+// opts.IdempotencyKey, or a fresh key when none is given.
+func (c *Client) Revoke(ctx context.Context, tokenID string, opts *RequestOptions) (*Revoked, error) {
+	body := struct {
+		TokenID string `json:"token_id"`
+	}{tokenID}
+	var out Revoked
+	resp, err := c.decode(ctx, http.MethodPost, "/v1/auth/revoke", body, withKey(opts), &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = resp.Body
+	out.Replayed = resp.Replayed
+	return &out, nil
+}

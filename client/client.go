@@ -1,0 +1,305 @@
+// Package client is the public Go client of Open Conduit's local
+// management API: HTTP/1.1 JSON over the daemon's owner-only Unix socket.
+// Refusals come back as *APIError carrying the API's stable code, with Is…
+// helpers to test for them.
+//
+// It must never dial anything but the configured socket path (the host is
+// always localhost, no proxy is consulted and redirects are refused), and
+// it must never print, log or cache a token: the token is read from its
+// source on every request, so a rotated token file takes effect at once.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+)
+
+// TokenSource returns the bearer token for one request.
+type TokenSource func() (string, error)
+
+// TokenFile reads the token from path on every request, trimming the
+// trailing newline, so that a token file replaced by rotation takes
+// effect at once.
+func TokenFile(path string) TokenSource {
+	return func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", &TokenError{Path: path, Err: err}
+		}
+		tok := strings.TrimRight(string(b), "\r\n")
+		if tok == "" {
+			return "", &TokenError{Path: path, Err: errors.New("the file is empty")}
+		}
+		return tok, nil
+	}
+}
+
+// StaticToken always returns tok.
+func StaticToken(tok string) TokenSource {
+	return func() (string, error) { return tok, nil }
+}
+
+// TokenError says the token could not be read. It never holds the token.
+type TokenError struct {
+	Path string
+	Err  error
+}
+
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("cannot read the token file %s: %v", e.Path, e.Err)
+}
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// UnreachableError says the daemon's socket could not be reached.
+type UnreachableError struct {
+	Socket string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the daemon at %s: %v", e.Socket, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// APIError is the API's refusal: the HTTP status and the envelope's code
+// and message.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// Client talks to one daemon's management socket.
+type Client struct {
+	socket string
+	token  TokenSource
+	http   *http.Client
+}
+
+// errRedirect refuses every redirect.
+var errRedirect = errors.New("the daemon answered with a redirect; the client follows none")
+
+// New returns a client of the daemon listening on socketPath, sending
+// the token that token returns with each request.
+func New(socketPath string, token TokenSource) *Client {
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "unix", socketPath)
+			if err != nil {
+				return nil, &UnreachableError{Socket: socketPath, Err: err}
+			}
+			return conn, nil
+		},
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+		MaxIdleConns:       4,
+	}
+	return &Client{
+		socket: socketPath,
+		token:  token,
+		http: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
+		},
+	}
+}
+
+// Socket is the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// RequestOptions are per-request options.
+type RequestOptions struct {
+	// IdempotencyKey is sent as Idempotency-Key. Methods whose route
+	// needs one make a fresh key when it is empty; pass the same key to
+	// retry the same request after a lost response.
+	IdempotencyKey string
+	// IfNoneMatch is sent as If-None-Match on a read.
+	IfNoneMatch string
+}
+
+// Response is a successful (2xx or 304) response.
+type Response struct {
+	Status int
+	Header http.Header
+	// Body is the response body as the API sent it.
+	Body []byte
+	// Replayed is true when the API replayed an earlier response to the
+	// same Idempotency-Key.
+	Replayed bool
+}
+
+// Do sends one request. path is the escaped path with its query
+// (PathEscape each id). body, if not nil, is sent as JSON; a POST without
+// a body sends {}. A refusal is returned as *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, body any, opts *RequestOptions) (*Response, error) {
+	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
+		return nil, fmt.Errorf("client: path %q must be absolute", path)
+	}
+	var rd io.Reader
+	if body != nil || method == http.MethodPost {
+		if body == nil {
+			body = struct{}{}
+		}
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("client: encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	req.Host = "localhost"
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if opts != nil {
+		if opts.IdempotencyKey != "" {
+			req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
+		}
+		if opts.IfNoneMatch != "" {
+			req.Header.Set("If-None-Match", opts.IfNoneMatch)
+		}
+	}
+	tok, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *UnreachableError
+		if errors.As(err, &ue) {
+			return nil, ue
+		}
+		return nil, fmt.Errorf("request to the daemon at %s failed: %w", c.socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the daemon's response failed: %w", err)
+	}
+	if resp.StatusCode >= 400 || (resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotModified) {
+		return nil, apiError(resp.StatusCode, b)
+	}
+	return &Response{
+		Status:   resp.StatusCode,
+		Header:   resp.Header,
+		Body:     b,
+		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
+	}, nil
+}
+
+func apiError(status int, body []byte) *APIError {
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" {
+		return &APIError{Status: status, Code: "unexpected_response", Message: fmt.Sprintf("the daemon answered %d %s without an error envelope", status, http.StatusText(status))}
+	}
+	return &APIError{Status: status, Code: env.Error.Code, Message: env.Error.Message}
+}
+
+// decode sends a request and decodes a successful body into out.
+func (c *Client) decode(ctx context.Context, method, path string, body any, opts *RequestOptions, out any) (*Response, error) {
+	resp, err := c.Do(ctx, method, path, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return nil, fmt.Errorf("client: the daemon's response could not be decoded: %w", err)
+		}
+	}
+	return resp, nil
+}
+
+// PathEscape escapes an id for use as one path segment; an id containing
+// "/" becomes one segment with %2F.
+func PathEscape(id string) string { return url.PathEscape(id) }
+
+// NewIdempotencyKey returns a fresh random key.
+func NewIdempotencyKey() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func withKey(opts *RequestOptions) *RequestOptions {
+	o := RequestOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.IdempotencyKey == "" {
+		o.IdempotencyKey = NewIdempotencyKey()
+	}
+	return &o
+}
+
+// ErrorCode returns the API code of err, or "" if err is not an *APIError.
+func ErrorCode(err error) string {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+func isCode(err error, code string) bool { return ErrorCode(err) == code }
+
+// IsUnauthorized: no valid token was sent (401 unauthorized).
+func IsUnauthorized(err error) bool { return isCode(err, "unauthorized") }
+
+// IsForbidden: the request is outside the caller's authority (403 forbidden).
+func IsForbidden(err error) bool { return isCode(err, "forbidden") }
+
+// IsForbiddenRole: the credential's role is too low (403 forbidden_role).
+func IsForbiddenRole(err error) bool { return isCode(err, "forbidden_role") }
+
+// IsWrongCredentialClass: an execution token on the management socket, or
+// an operator token on the toolbelt (403 wrong_credential_class).
+func IsWrongCredentialClass(err error) bool { return isCode(err, "wrong_credential_class") }
+
+// IsNotFound: no such record or route (404 not_found).
+func IsNotFound(err error) bool { return isCode(err, "not_found") }
+
+// IsConflict: the request conflicts with the current state (409 conflict).
+func IsConflict(err error) bool { return isCode(err, "conflict") }
+
+// IsIdempotencyConflict: the key was used for another request (409).
+func IsIdempotencyConflict(err error) bool { return isCode(err, "idempotency_conflict") }
+
+// IsStaleGeneration: the configuration changed since it was read (409).
+func IsStaleGeneration(err error) bool { return isCode(err, "stale_generation") }
+
+// IsInvalidRequest: the request broke a rule of its shape (422).
+func IsInvalidRequest(err error) bool { return isCode(err, "invalid_request") }
+
+// IsUnreachable: the daemon's socket could not be reached.
+func IsUnreachable(err error) bool {
+	var ue *UnreachableError
+	return errors.As(err, &ue)
+}

@@ -1,0 +1,186 @@
+package management
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/open-conduit/open-conduit/extension"
+)
+
+// Code is a stable error code of the API's envelope.
+type Code string
+
+// The API's error codes. docs/api.md lists each with its status.
+const (
+	CodeUnauthorized           Code = "unauthorized"
+	CodeForbidden              Code = "forbidden"
+	CodeForbiddenRole          Code = "forbidden_role"
+	CodeWrongCredentialClass   Code = "wrong_credential_class"
+	CodeAuthorityReleased      Code = "authority_released"
+	CodeNotFound               Code = "not_found"
+	CodeMethodNotAllowed       Code = "method_not_allowed"
+	CodeIdempotencyConflict    Code = "idempotency_conflict"
+	CodeRequestConflict        Code = "request_conflict"
+	CodeConflict               Code = "conflict"
+	CodeScopeInUse             Code = "scope_in_use"
+	CodeStaleGeneration        Code = "stale_generation"
+	CodePayloadTooLarge        Code = "payload_too_large"
+	CodeUnsupportedMediaType   Code = "unsupported_media_type"
+	CodeInvalidRequest         Code = "invalid_request"
+	CodeInvalidConfig          Code = "invalid_config"
+	CodeInvalidCursor          Code = "invalid_cursor"
+	CodeCursorMismatch         Code = "cursor_mismatch"
+	CodeCursorExpired          Code = "cursor_expired"
+	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
+	CodeInternal               Code = "internal"
+)
+
+// codeStatus is the one table from code to HTTP status.
+var codeStatus = map[Code]int{
+	CodeUnauthorized:           http.StatusUnauthorized,
+	CodeForbidden:              http.StatusForbidden,
+	CodeForbiddenRole:          http.StatusForbidden,
+	CodeWrongCredentialClass:   http.StatusForbidden,
+	CodeAuthorityReleased:      http.StatusForbidden,
+	CodeNotFound:               http.StatusNotFound,
+	CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
+	CodeIdempotencyConflict:    http.StatusConflict,
+	CodeRequestConflict:        http.StatusConflict,
+	CodeConflict:               http.StatusConflict,
+	CodeScopeInUse:             http.StatusConflict,
+	CodeStaleGeneration:        http.StatusConflict,
+	CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	CodeInvalidRequest:         http.StatusUnprocessableEntity,
+	CodeInvalidConfig:          http.StatusUnprocessableEntity,
+	CodeInvalidCursor:          http.StatusUnprocessableEntity,
+	CodeCursorMismatch:         http.StatusUnprocessableEntity,
+	CodeCursorExpired:          http.StatusUnprocessableEntity,
+	CodeIdempotencyKeyRequired: http.StatusBadRequest,
+	CodeInternal:               http.StatusInternalServerError,
+}
+
+// Status returns the HTTP status of a code; an unknown code is 500.
+func (c Code) Status() int {
+	if s, ok := codeStatus[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Sentinel errors of this package. Backends and handlers wrap them (or the
+// sentinels of package extension) with %w; writeError maps them with
+// errors.Is.
+var (
+	ErrForbiddenRole          = errors.New("forbidden role")
+	ErrWrongCredentialClass   = errors.New("wrong credential class")
+	ErrMethodNotAllowed       = errors.New("method not allowed")
+	ErrIdempotencyConflict    = errors.New("idempotency conflict")
+	ErrIdempotencyKeyRequired = errors.New("idempotency key required")
+	ErrScopeInUse             = errors.New("scope in use")
+	ErrStaleGeneration        = errors.New("stale generation")
+	ErrPayloadTooLarge        = errors.New("payload too large")
+	ErrUnsupportedMediaType   = errors.New("unsupported media type")
+	ErrInvalidConfig          = errors.New("invalid config")
+	ErrInvalidCursor          = errors.New("invalid cursor")
+	ErrCursorMismatch         = errors.New("cursor mismatch")
+	ErrCursorExpired          = errors.New("cursor expired")
+)
+
+// sentinels maps sentinel errors to codes, in the order they are tried:
+// ErrAuthorityReleased wraps ErrUnauthorized, so it comes first.
+var sentinels = []struct {
+	err  error
+	code Code
+	msg  string
+}{
+	{extension.ErrAuthorityReleased, CodeAuthorityReleased, "this token's segment already declared a wait or an outcome; its authority is released"},
+	{extension.ErrUnauthorized, CodeUnauthorized, "a valid operator bearer token is required"},
+	{ErrWrongCredentialClass, CodeWrongCredentialClass, "this credential class is not accepted on this socket"},
+	{ErrForbiddenRole, CodeForbiddenRole, "your credential's role does not allow this request"},
+	{extension.ErrForbidden, CodeForbidden, "this request is outside your authority"},
+	{extension.ErrNotFound, CodeNotFound, "no such record; check the id"},
+	{ErrMethodNotAllowed, CodeMethodNotAllowed, "this path does not accept that method"},
+	{ErrIdempotencyConflict, CodeIdempotencyConflict, "this Idempotency-Key was already used for a different request; use a new key"},
+	{extension.ErrRequestConflict, CodeRequestConflict, "this request id was already used with a different body; use a new request id"},
+	{ErrScopeInUse, CodeScopeInUse, "the scope still has unfinished Work; finish or cancel it first"},
+	{ErrStaleGeneration, CodeStaleGeneration, "the configuration changed since you read it; read it again and retry"},
+	{extension.ErrConflict, CodeConflict, "the request conflicts with the current state"},
+	{ErrPayloadTooLarge, CodePayloadTooLarge, "the request body is larger than 1 MiB"},
+	{ErrUnsupportedMediaType, CodeUnsupportedMediaType, "send the body as Content-Type: application/json"},
+	{ErrIdempotencyKeyRequired, CodeIdempotencyKeyRequired, "this request needs an Idempotency-Key header; send a fresh unique key and reuse it only to retry the same request"},
+	{ErrInvalidConfig, CodeInvalidConfig, "the configuration does not validate"},
+	{ErrInvalidCursor, CodeInvalidCursor, "the cursor is not valid; start the listing again without a cursor"},
+	{ErrCursorMismatch, CodeCursorMismatch, "the cursor belongs to another listing or other filters; start again without a cursor"},
+	{ErrCursorExpired, CodeCursorExpired, "the cursor has expired; start the listing again without a cursor"},
+	{extension.ErrInvalid, CodeInvalidRequest, "the request is not valid"},
+}
+
+// Error is a refusal whose message is safe to show the caller: it was
+// written by this package or a handler from safe parts only (never a
+// token, a secret, a configured value or a backend's error text). Err, if
+// set, is kept for errors.Is and logs and never shown.
+type Error struct {
+	Code    Code
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted message. The arguments must be
+// safe to show: ids, names, field pointers, numbers.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with a safe message that keeps err for
+// errors.Is and the server's log.
+func Wrap(code Code, err error, message string) *Error {
+	return &Error{Code: code, Message: message, Err: err}
+}
+
+// envelope is the body of every error response.
+type envelope struct {
+	Error envelopeBody `json:"error"`
+}
+
+type envelopeBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// classify maps an error to its status, code and safe message. It is the
+// only place that decides what an error means to the caller. known is
+// false for an error that matched nothing: a 500 whose text the caller
+// never sees.
+func classify(err error) (status int, code, message string, known bool) {
+	var pe *Error
+	if errors.As(err, &pe) {
+		c := pe.Code
+		if _, ok := codeStatus[c]; !ok {
+			return http.StatusInternalServerError, string(CodeInternal), internalMessage, false
+		}
+		return c.Status(), string(c), pe.Message, true
+	}
+	var oe *extension.OperationError
+	if errors.As(err, &oe) {
+		return http.StatusUnprocessableEntity, oe.Code, oe.Message, true
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code.Status(), string(s.code), s.msg, true
+		}
+	}
+	return http.StatusInternalServerError, string(CodeInternal), internalMessage, false
+}
+
+const internalMessage = "the daemon failed to handle the request; see its log, and retry"

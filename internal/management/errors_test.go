@@ -1,0 +1,64 @@
+package management
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/extension"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{extension.ErrUnauthorized, 401, "unauthorized"},
+		{fmt.Errorf("wrapped: %w", extension.ErrAuthorityReleased), 403, "authority_released"},
+		{extension.ErrForbidden, 403, "forbidden"},
+		{ErrForbiddenRole, 403, "forbidden_role"},
+		{ErrWrongCredentialClass, 403, "wrong_credential_class"},
+		{fmt.Errorf("work wrk_1: %w", extension.ErrNotFound), 404, "not_found"},
+		{ErrMethodNotAllowed, 405, "method_not_allowed"},
+		{ErrIdempotencyConflict, 409, "idempotency_conflict"},
+		{extension.ErrRequestConflict, 409, "request_conflict"},
+		{extension.ErrConflict, 409, "conflict"},
+		{fmt.Errorf("scope s: %w", ErrScopeInUse), 409, "scope_in_use"},
+		{ErrStaleGeneration, 409, "stale_generation"},
+		{ErrPayloadTooLarge, 413, "payload_too_large"},
+		{ErrUnsupportedMediaType, 415, "unsupported_media_type"},
+		{extension.ErrInvalid, 422, "invalid_request"},
+		{ErrInvalidConfig, 422, "invalid_config"},
+		{ErrInvalidCursor, 422, "invalid_cursor"},
+		{ErrCursorMismatch, 422, "cursor_mismatch"},
+		{ErrCursorExpired, 422, "cursor_expired"},
+		{ErrIdempotencyKeyRequired, 400, "idempotency_key_required"},
+		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
+		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
+		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},
+		{Errorf(Code("made_up"), "x"), 500, "internal"},
+		{errors.New("sqlite: database is locked"), 500, "internal"},
+	}
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		status, code, msg, _ := classify(tc.err)
+		if status != tc.status || code != tc.code {
+			t.Errorf("classify(%v) = %d %s, want %d %s", tc.err, status, code, tc.status, tc.code)
+		}
+		if msg == "" {
+			t.Errorf("classify(%v): empty message", tc.err)
+		}
+		if strings.Contains(msg, "sqlite") || strings.Contains(msg, "wrapped") {
+			t.Errorf("classify(%v): message %q carries error text", tc.err, msg)
+		}
+		seen[code] = true
+	}
+	// Every code of the table is reachable.
+	for c := range codeStatus {
+		if !seen[string(c)] {
+			t.Errorf("code %s is not exercised", c)
+		}
+	}
+}

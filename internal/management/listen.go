@@ -1,0 +1,78 @@
+package management
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// MaxSocketPath is the longest socket path Listen accepts, in bytes. macOS
+// limits a Unix socket path to 104 bytes and Linux to 108; 100 leaves room.
+const MaxSocketPath = 100
+
+// SocketName is the management socket's name inside the state directory.
+const SocketName = "management.sock"
+
+// umaskMu serialises this package's umask changes. The umask is
+// process-wide; holding it for the bind alone keeps the window short.
+var umaskMu sync.Mutex
+
+// Listen opens the management socket at path. The caller must hold the
+// state directory's lock: only then is a socket left at path stale (its
+// daemon is gone), and Listen removes it, but only after checking that it
+// is a socket owned by the effective user. The socket is created under a
+// umask of 0077, so it is never reachable by another user, and then set
+// to mode 0600. Paths longer than MaxSocketPath bytes are refused.
+func Listen(path string, lock *Lock) (*net.UnixListener, error) {
+	if !lock.Held() {
+		return nil, errors.New("management: Listen needs the state directory's lock; acquire it first")
+	}
+	if len(path) > MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, longer than the %d a Unix socket allows; use a shorter state directory (--state DIR)", path, len(path), MaxSocketPath)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	addr := &net.UnixAddr{Name: path, Net: "unix"}
+	umaskMu.Lock()
+	old := syscall.Umask(0o077)
+	l, err := net.ListenUnix("unix", addr)
+	syscall.Umask(old)
+	umaskMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("cannot set mode 0600 on %s: %w", path, err)
+	}
+	l.SetUnlinkOnClose(true)
+	return l, nil
+}
+
+// removeStaleSocket removes a socket left at path by an earlier daemon.
+// Anything else at path (a file, a directory, another user's socket) is
+// refused rather than removed.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot inspect %s: %w", path, err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; move it away and start again", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket %s belongs to another user; refusing to remove it (use a state directory you own)", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("cannot remove stale socket %s: %w", path, err)
+	}
+	return nil
+}

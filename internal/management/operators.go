@@ -1,0 +1,489 @@
+package management
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/ids"
+)
+
+// Credential is an operator credential as it is stored: digest-only.
+type Credential struct {
+	// ID is the revocation id (tok_…).
+	ID string
+	// Name is the operator's name; the owner's is OwnerName.
+	Name string
+	Role Role
+	// Digest is the SHA-256 of the token; the token itself is never
+	// stored.
+	Digest    Digest
+	CreatedAt time.Time
+	// RevokedAt is zero while the credential is active.
+	RevokedAt time.Time
+}
+
+// Active reports whether the credential is not revoked.
+func (c Credential) Active() bool { return c.RevokedAt.IsZero() }
+
+// Credentials stores operator credentials. Every lookup of an unknown
+// credential returns an error wrapping extension.ErrNotFound.
+type Credentials interface {
+	// Insert stores a new credential. It returns an error wrapping
+	// extension.ErrConflict if its name already has an active credential
+	// (one active credential per name) or its id or digest exists.
+	Insert(ctx context.Context, c Credential) error
+	// ByDigest returns the credential, active or revoked, with digest d.
+	ByDigest(ctx context.Context, d Digest) (Credential, error)
+	// ByID returns the credential, active or revoked, with this id.
+	ByID(ctx context.Context, id string) (Credential, error)
+	// Revoke marks the credential revoked at the given time. Revoking a
+	// revoked credential succeeds and keeps the first time.
+	Revoke(ctx context.Context, id string, at time.Time) error
+	// RevokeAndInsert revokes the credential id and inserts next in one
+	// transaction. If id is not an active credential it changes nothing
+	// and returns an error wrapping extension.ErrNotFound (unknown) or
+	// extension.ErrConflict (already revoked).
+	RevokeAndInsert(ctx context.Context, id string, at time.Time, next Credential) error
+	// ListOperators returns every credential, active and revoked, ordered
+	// by name, then creation time, then id.
+	ListOperators(ctx context.Context) ([]Credential, error)
+	// ActiveByName returns the active credential of name.
+	ActiveByName(ctx context.Context, name string) (Credential, error)
+}
+
+var operatorName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// CheckOperatorName checks a named operator's name: a lower-case letter
+// followed by up to 31 lower-case letters, digits or '-', and not the
+// owner's name.
+func CheckOperatorName(name string) error {
+	if name == OwnerName {
+		return Wrap(CodeInvalidRequest, extension.ErrInvalid, `"local" is the state directory owner's name; choose another name`)
+	}
+	if !operatorName.MatchString(name) {
+		return Wrap(CodeInvalidRequest, extension.ErrInvalid, "an operator name is a lower-case letter followed by up to 31 lower-case letters, digits or '-'")
+	}
+	return nil
+}
+
+// Issued is a credential together with its token, returned exactly once.
+type Issued struct {
+	Credential Credential
+	Token      string
+}
+
+// Operators issues, rotates and revokes operator credentials over a
+// Credentials store, with injected time and randomness.
+type Operators struct {
+	store Credentials
+	clock clock.Clock
+	ids   *ids.Generator
+
+	mu      sync.Mutex // guards entropy
+	entropy io.Reader
+}
+
+// NewOperators returns the credential service over store. A nil clock
+// or entropy source means the system's.
+func NewOperators(store Credentials, c clock.Clock, entropy clock.Entropy) *Operators {
+	if c == nil {
+		c = clock.System{}
+	}
+	if entropy == nil {
+		entropy = clock.SystemEntropy()
+	}
+	return &Operators{store: store, clock: c, entropy: entropy, ids: ids.NewGenerator(c, entropy)}
+}
+
+// Store returns the credential store.
+func (o *Operators) Store() Credentials { return o.store }
+
+// newToken draws a token: unpadded base64url of 32 random bytes.
+func (o *Operators) newToken() (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := make([]byte, tokenBytes)
+	if _, err := io.ReadFull(o.entropy, b); err != nil {
+		return "", fmt.Errorf("management: entropy for a token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (o *Operators) mint(name string, role Role) (Issued, error) {
+	tok, err := o.newToken()
+	if err != nil {
+		return Issued{}, err
+	}
+	o.mu.Lock()
+	id := o.ids.New(ids.Token)
+	o.mu.Unlock()
+	c := Credential{ID: id, Name: name, Role: role, Digest: DigestToken(tok), CreatedAt: o.clock.Now()}
+	return Issued{Credential: c, Token: tok}, nil
+}
+
+// Issue creates a named operator's credential. A zero role means view.
+// A name that already has an active credential is refused with conflict.
+func (o *Operators) Issue(ctx context.Context, name string, role Role) (Issued, error) {
+	if err := CheckOperatorName(name); err != nil {
+		return Issued{}, err
+	}
+	if role == 0 {
+		role = RoleView
+	}
+	if !role.Valid() {
+		return Issued{}, Wrap(CodeInvalidRequest, extension.ErrInvalid, "role must be view, operate or admin")
+	}
+	if active, err := o.store.ActiveByName(ctx, name); err == nil {
+		return Issued{}, Wrap(CodeConflict, extension.ErrConflict,
+			fmt.Sprintf("operator %s already has an active credential (%s); revoke it first with: open-conduit auth revoke %s", name, active.ID, active.ID))
+	} else if !errors.Is(err, extension.ErrNotFound) {
+		return Issued{}, err
+	}
+	is, err := o.mint(name, role)
+	if err != nil {
+		return Issued{}, err
+	}
+	if err := o.store.Insert(ctx, is.Credential); err != nil {
+		if errors.Is(err, extension.ErrConflict) {
+			return Issued{}, Wrap(CodeConflict, err, fmt.Sprintf("operator %s already has an active credential; revoke it first", name))
+		}
+		return Issued{}, err
+	}
+	return is, nil
+}
+
+// Rotate revokes the caller's credential and issues a replacement with
+// the same name and role, in one transaction.
+func (o *Operators) Rotate(ctx context.Context, p Principal) (Issued, error) {
+	if p.Class != ClassOperator || p.TokenID == "" {
+		return Issued{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "only an operator credential can be rotated")
+	}
+	role := p.Role
+	if p.IsOwner() {
+		role = RoleAdmin
+	}
+	is, err := o.mint(p.Name, role)
+	if err != nil {
+		return Issued{}, err
+	}
+	if err := o.store.RevokeAndInsert(ctx, p.TokenID, o.clock.Now(), is.Credential); err != nil {
+		if errors.Is(err, extension.ErrConflict) || errors.Is(err, extension.ErrNotFound) {
+			return Issued{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "this credential was revoked before it could be rotated")
+		}
+		return Issued{}, err
+	}
+	return is, nil
+}
+
+// RevokeResult says what a revocation revoked.
+type RevokeResult struct {
+	TokenID string `json:"token_id"`
+	Class   Class  `json:"class"`
+	Revoked bool   `json:"revoked"`
+}
+
+// Revoke revokes the credential or execution token with this id on
+// behalf of p: any execution token; p's own credential; for an admin, any
+// named operator's. The owner's credential is revoked only by the owner
+// (or by RecoverOperator).
+func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec ExecutionTokens) (RevokeResult, error) {
+	if id == "" {
+		return RevokeResult{}, Errorf(CodeInvalidRequest, "token_id is required")
+	}
+	c, err := o.store.ByID(ctx, id)
+	switch {
+	case err == nil:
+		self := c.ID == p.TokenID
+		if !self && c.Name == OwnerName {
+			return RevokeResult{}, Wrap(CodeForbidden, extension.ErrForbidden,
+				"the owner's credential can be revoked only by the owner, or on the host with the daemon stopped: open-conduit auth recover")
+		}
+		if !self && p.Role != RoleAdmin {
+			return RevokeResult{}, Wrap(CodeForbiddenRole, ErrForbiddenRole,
+				fmt.Sprintf("revoking another operator's credential needs the admin role; this credential's role is %s", p.Role))
+		}
+		if err := o.store.Revoke(ctx, id, o.clock.Now()); err != nil {
+			return RevokeResult{}, err
+		}
+		return RevokeResult{TokenID: id, Class: ClassOperator, Revoked: true}, nil
+	case !errors.Is(err, extension.ErrNotFound):
+		return RevokeResult{}, err
+	}
+	notFound := Wrap(CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no credential or execution token has id %s; list operator credentials with: open-conduit auth operators", clip(id)))
+	if exec == nil {
+		return RevokeResult{}, notFound
+	}
+	if err := exec.Revoke(ctx, id, o.clock.Now()); err != nil {
+		if errors.Is(err, extension.ErrNotFound) {
+			return RevokeResult{}, notFound
+		}
+		return RevokeResult{}, err
+	}
+	return RevokeResult{TokenID: id, Class: ClassExecution, Revoked: true}, nil
+}
+
+// Paths of the owner's credential under the state directory.
+const (
+	PrivateDir     = "private"
+	OwnerTokenFile = "operator.token"
+)
+
+// OwnerTokenPath is <stateDir>/private/operator.token.
+func OwnerTokenPath(stateDir string) string {
+	return filepath.Join(stateDir, PrivateDir, OwnerTokenFile)
+}
+
+// BootstrapState says what BootstrapOperator found or did.
+type BootstrapState string
+
+const (
+	// BootstrapCreated: the owner had no active credential; one was
+	// issued and its token written to the token file.
+	BootstrapCreated BootstrapState = "created"
+	// BootstrapReady: the token file holds the owner's active credential.
+	BootstrapReady BootstrapState = "ready"
+	// BootstrapStale: the owner has an active credential, but the token
+	// file is missing or holds another token (a rotation response was
+	// lost). Nothing was changed; RecoverOperator fixes it.
+	BootstrapStale BootstrapState = "stale"
+)
+
+// BootstrapOperator makes sure, under the state directory's lock, that
+// the owner (local, always admin) has a credential whose token is in
+// <state>/private/operator.token (0600, in private/ 0700). It looks only
+// at the owner's credential: a named operator's never stands in for it.
+// If the owner has no active credential, it issues one and writes the
+// file; if it has one that the file does not hold, it reports
+// BootstrapStale and changes nothing.
+func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (BootstrapState, error) {
+	if !lock.Held() {
+		return "", errors.New("management: BootstrapOperator needs the state directory's lock")
+	}
+	if err := ensurePrivateSubdir(filepath.Join(lock.StateDir(), PrivateDir)); err != nil {
+		return "", err
+	}
+	path := OwnerTokenPath(lock.StateDir())
+	active, err := ops.store.ActiveByName(ctx, OwnerName)
+	if errors.Is(err, extension.ErrNotFound) {
+		if err := ops.issueOwner(ctx, path, ""); err != nil {
+			return "", err
+		}
+		return BootstrapCreated, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	tok, err := ReadTokenFile(path)
+	if err != nil {
+		return BootstrapStale, nil
+	}
+	d := DigestToken(tok)
+	if subtle.ConstantTimeCompare(d[:], active.Digest[:]) != 1 {
+		return BootstrapStale, nil
+	}
+	return BootstrapReady, nil
+}
+
+// RecoverOperator is the owner's way back after a lost rotation
+// response: under the state directory's lock (so only with the daemon
+// stopped), it revokes the owner's active credential and writes a fresh
+// one to <state>/private/operator.token. Named operators are untouched.
+func RecoverOperator(ctx context.Context, lock *Lock, ops *Operators) error {
+	if !lock.Held() {
+		return errors.New("management: RecoverOperator needs the state directory's lock")
+	}
+	if err := ensurePrivateSubdir(filepath.Join(lock.StateDir(), PrivateDir)); err != nil {
+		return err
+	}
+	oldID := ""
+	active, err := ops.store.ActiveByName(ctx, OwnerName)
+	switch {
+	case err == nil:
+		oldID = active.ID
+	case !errors.Is(err, extension.ErrNotFound):
+		return err
+	}
+	return ops.issueOwner(ctx, OwnerTokenPath(lock.StateDir()), oldID)
+}
+
+// issueOwner writes a fresh owner token to path, then stores its
+// credential, revoking oldID in the same transaction if it is set. The
+// file is written first: a crash in between leaves a token nobody can use
+// rather than a credential whose token is lost.
+func (o *Operators) issueOwner(ctx context.Context, path, oldID string) error {
+	is, err := o.mint(OwnerName, RoleAdmin)
+	if err != nil {
+		return err
+	}
+	if err := WriteTokenFile(path, is.Token); err != nil {
+		return err
+	}
+	if oldID == "" {
+		return o.store.Insert(ctx, is.Credential)
+	}
+	return o.store.RevokeAndInsert(ctx, oldID, o.clock.Now(), is.Credential)
+}
+
+// WriteTokenFile writes token to path atomically: a 0600 temporary file
+// in the same directory, fsync, rename, and fsync of the directory.
+func WriteTokenFile(path, token string) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".token-*")
+	if err != nil {
+		return fmt.Errorf("cannot write token file in %s: %w", dir, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot set mode 0600 on %s: %w", tmp, err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("cannot replace %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadTokenFile reads a token file, trimming one trailing newline.
+func ReadTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) == 0 {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return string(b), nil
+}
+
+// OperatorInfo is a credential as the listing shows it: never a token or
+// a digest.
+type OperatorInfo struct {
+	Name      string     `json:"name"`
+	Role      Role       `json:"role"`
+	TokenID   string     `json:"token_id"`
+	Owner     bool       `json:"owner"`
+	Active    bool       `json:"active"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+func infoOf(c Credential) OperatorInfo {
+	info := OperatorInfo{
+		Name: c.Name, Role: c.Role, TokenID: c.ID, Owner: c.Name == OwnerName,
+		Active: c.Active(), CreatedAt: c.CreatedAt.UTC(),
+	}
+	if !c.Active() {
+		t := c.RevokedAt.UTC()
+		info.RevokedAt = &t
+	}
+	return info
+}
+
+// IssuedResponse is the body that returns a token, once: operator issue
+// and rotation. It is never stored in idempotency history.
+type IssuedResponse struct {
+	Name      string    `json:"name"`
+	Role      Role      `json:"role"`
+	TokenID   string    `json:"token_id"`
+	Token     string    `json:"token"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func issuedResponse(is Issued) IssuedResponse {
+	c := is.Credential
+	return IssuedResponse{Name: c.Name, Role: c.Role, TokenID: c.ID, Token: is.Token, CreatedAt: c.CreatedAt.UTC()}
+}
+
+// IssueRequest is the body of POST /v1/auth/operators.
+type IssueRequest struct {
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}
+
+// RevokeRequest is the body of POST /v1/auth/revoke.
+type RevokeRequest struct {
+	TokenID string `json:"token_id"`
+}
+
+func (s *Server) handleIssueOperator(r *http.Request) (any, error) {
+	var req IssueRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	is, err := s.ops.Issue(r.Context(), req.Name, req.Role)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: http.StatusCreated, Body: issuedResponse(is)}, nil
+}
+
+func (s *Server) handleListOperators(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	creds, err := s.ops.store.ListOperators(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	page := Page[OperatorInfo]{Items: make([]OperatorInfo, 0, len(creds))}
+	for _, c := range creds {
+		page.Items = append(page.Items, infoOf(c))
+	}
+	return page, nil
+}
+
+func (s *Server) handleRotate(r *http.Request) (any, error) {
+	var req struct{}
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	p, _ := PrincipalFrom(r.Context())
+	is, err := s.ops.Rotate(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	return issuedResponse(is), nil
+}
+
+func (s *Server) handleRevoke(r *http.Request) (any, error) {
+	var req RevokeRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	p, _ := PrincipalFrom(r.Context())
+	return s.ops.Revoke(r.Context(), p, req.TokenID, s.opts.ExecutionTokens)
+}

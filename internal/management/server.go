@@ -1,0 +1,473 @@
+package management
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+)
+
+// APIPrefix is the version prefix of every route.
+const APIPrefix = "/v1"
+
+// HandlerFunc is the one signature of every route's handler. It returns
+// the response body (any JSON-encodable value, a *Response for another
+// status, headers or an ETag, or an http.Handler for streaming reads), or
+// an error that writeError maps to the envelope. The principal and the
+// effective Idempotency-Key are on the request's context.
+type HandlerFunc func(r *http.Request) (any, error)
+
+// Route is one entry of the route table.
+type Route struct {
+	// Method is GET or POST.
+	Method string
+	// Pattern is the path pattern, as net/http.ServeMux reads it
+	// ("/v1/work/{id}"). A wildcard matches one escaped segment, so an id
+	// containing "/" is sent as %2F and PathValue returns it unescaped.
+	Pattern string
+	// Role is the least role a credential needs; every route has one.
+	Role Role
+	// Idempotent says the route needs an Idempotency-Key.
+	Idempotent bool
+	// Class is the credential class the route serves; empty means
+	// operator. Routes of the execution class (the toolbelt's) are
+	// declared so that the management socket refuses them by name.
+	Class Class
+	// Handler serves the route.
+	Handler HandlerFunc
+}
+
+func (rt Route) key() string { return rt.Method + " " + rt.Pattern }
+
+// Response lets a handler choose the status and headers, or attach an
+// ETag to a single read.
+type Response struct {
+	// Status defaults to 200.
+	Status int
+	Header http.Header
+	// ETag, on a GET, is the response's entity tag (see Tagged); a request
+	// whose If-None-Match matches it is answered 304 without a body.
+	ETag string
+	// Body is encoded as JSON; nil with Status 204 sends no body.
+	Body any
+}
+
+// Health is what the health route asks of the daemon.
+type Health interface {
+	// Generation returns the active configuration generation.
+	Generation(ctx context.Context) (int64, error)
+}
+
+// HealthFunc adapts a function to Health.
+type HealthFunc func(ctx context.Context) (int64, error)
+
+// Generation calls f.
+func (f HealthFunc) Generation(ctx context.Context) (int64, error) { return f(ctx) }
+
+// Options are the server's backends and settings.
+type Options struct {
+	// Credentials stores operator credentials (required).
+	Credentials Credentials
+	// ExecutionTokens, if set, lets the server recognise execution
+	// tokens (to refuse them with wrong_credential_class) and revoke them.
+	ExecutionTokens ExecutionTokens
+	// Idempotency keeps Idempotency-Key history (required).
+	Idempotency IdempotencyStore
+	// Health answers the health route (required).
+	Health Health
+	// Clock and Entropy default to the system's.
+	Clock   clock.Clock
+	Entropy clock.Entropy
+	// CursorKey authenticates list cursors; at least 32 bytes. When empty
+	// a fresh key is drawn from Entropy, so cursors end with the process.
+	CursorKey []byte
+	// Version is reported by the health route.
+	Version string
+	// Logger receives failures; never a token, digest or request body.
+	Logger *slog.Logger
+	// Routes are served in addition to the built-in ones.
+	Routes []Route
+}
+
+// Server is the management API's HTTP handler and server.
+type Server struct {
+	opts    Options
+	ops     *Operators
+	cursors *Cursors
+	routes  []Route
+	mux     *http.ServeMux
+	keys    keyLocks
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	http *http.Server
+}
+
+// New checks the options and the route table and builds the server. A
+// route without a valid role, with an unknown method, or registered twice
+// is refused here, so the table can never serve a route nobody classified.
+func New(opts Options) (*Server, error) {
+	if opts.Credentials == nil || opts.Idempotency == nil || opts.Health == nil {
+		return nil, errors.New("management: Options need Credentials, Idempotency and Health")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
+	}
+	if opts.Entropy == nil {
+		opts.Entropy = clock.SystemEntropy()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cursors, err := NewCursors(opts.CursorKey, opts.Entropy, opts.Clock)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:    opts,
+		ops:     NewOperators(opts.Credentials, opts.Clock, opts.Entropy),
+		cursors: cursors,
+		mux:     http.NewServeMux(),
+		log:     opts.Logger,
+	}
+	s.routes = append(s.builtinRoutes(), opts.Routes...)
+	seen := map[string]bool{}
+	for i := range s.routes {
+		rt := &s.routes[i]
+		if err := checkRoute(*rt); err != nil {
+			return nil, err
+		}
+		if seen[rt.key()] {
+			return nil, fmt.Errorf("management: route %s is registered twice", rt.key())
+		}
+		seen[rt.key()] = true
+		s.mux.Handle(rt.key(), s.serveRoute(rt))
+	}
+	return s, nil
+}
+
+func checkRoute(rt Route) error {
+	switch {
+	case rt.Method != http.MethodGet && rt.Method != http.MethodPost:
+		return fmt.Errorf("management: route %s: method must be GET or POST", rt.key())
+	case !strings.HasPrefix(rt.Pattern, APIPrefix+"/"):
+		return fmt.Errorf("management: route %s: pattern must start with %s/", rt.key(), APIPrefix)
+	case !rt.Role.Valid():
+		return fmt.Errorf("management: route %s has no role: every route must say which role it needs", rt.key())
+	case rt.Handler == nil:
+		return fmt.Errorf("management: route %s has no handler", rt.key())
+	case rt.Idempotent && rt.Method != http.MethodPost:
+		return fmt.Errorf("management: route %s: only POST routes take an Idempotency-Key", rt.key())
+	case rt.Class != "" && rt.Class != ClassOperator && rt.Class != ClassExecution:
+		return fmt.Errorf("management: route %s: unknown credential class", rt.key())
+	}
+	return nil
+}
+
+// builtinRoutes is the route table of this package, sorted by pattern.
+func (s *Server) builtinRoutes() []Route {
+	return []Route{
+		{Method: "POST", Pattern: "/v1/auth/operators", Role: RoleAdmin, Handler: s.handleIssueOperator},
+		{Method: "GET", Pattern: "/v1/auth/operators", Role: RoleView, Handler: s.handleListOperators},
+		{Method: "POST", Pattern: "/v1/auth/revoke", Role: RoleOperate, Idempotent: true, Handler: s.handleRevoke},
+		{Method: "POST", Pattern: "/v1/auth/rotate", Role: RoleOperate, Handler: s.handleRotate},
+		{Method: "GET", Pattern: "/v1/health", Role: RoleView, Handler: s.handleHealth},
+		{Method: "POST", Pattern: "/v1/toolbelt/call", Role: RoleView, Class: ClassExecution, Handler: refuseOperator},
+		{Method: "GET", Pattern: "/v1/toolbelt/guidance", Role: RoleView, Class: ClassExecution, Handler: refuseOperator},
+		{Method: "GET", Pattern: "/v1/toolbelt/serving", Role: RoleView, Class: ClassExecution, Handler: refuseOperator},
+	}
+}
+
+// Routes returns a copy of the route table, in registration order.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// Operators returns the server's operator credential service.
+func (s *Server) Operators() *Operators { return s.ops }
+
+// Cursors returns the server's cursor codec, for list handlers.
+func (s *Server) Cursors() *Cursors { return s.cursors }
+
+func (s *Server) now() time.Time { return s.opts.Clock.Now() }
+
+// ServeHTTP authenticates the request, matches its route and serves it.
+// Authentication comes first, so an unauthenticated caller learns nothing
+// about which paths exist.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	r = r.WithContext(WithPrincipal(r.Context(), p))
+	escaped := r.URL.EscapedPath()
+	if escaped == "" || path.Clean(escaped) != escaped {
+		// ServeMux would redirect to the cleaned path; a client that
+		// follows no redirects is better told plainly.
+		s.writeError(w, r, Errorf(CodeNotFound, "no route for this path; paths are not cleaned or redirected"))
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		probe := &statusProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			s.writeError(w, r, Errorf(CodeMethodNotAllowed, "this path accepts only %s", probe.header.Get("Allow")))
+			return
+		}
+		s.writeError(w, r, Errorf(CodeNotFound, "no route for %s %s", r.Method, safePath(escaped)))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// statusProbe records what ServeMux's own not-found and
+// method-not-allowed handlers would answer, so that the answer can be
+// given in the envelope instead.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+
+// safePath shortens a request path for a message.
+func safePath(p string) string {
+	if len(p) > 200 {
+		return p[:200] + "…"
+	}
+	return p
+}
+
+// serveRoute is the pipeline every route goes through after matching:
+// credential class, role (before the body is read), request discipline,
+// Idempotency-Key, handler, response.
+func (s *Server) serveRoute(rt *Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		if rt.Class == ClassExecution {
+			s.writeError(w, r, toolbeltRefusal())
+			return
+		}
+		if !p.Role.Allows(rt.Role) {
+			s.writeError(w, r, Wrap(CodeForbiddenRole, ErrForbiddenRole,
+				fmt.Sprintf("%s %s needs the %s role; this credential's role is %s (ask an admin for a credential with that role)", rt.Method, rt.Pattern, rt.Role, p.Role)))
+			return
+		}
+		if isMutation(r.Method) {
+			body, hash, err := readBody(w, r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r = withBody(r, body)
+			if rt.Idempotent {
+				s.serveIdempotent(w, r, rt, p, hash)
+				return
+			}
+		} else {
+			r.Body = http.NoBody
+		}
+		out, err := rt.Handler(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeResult(w, r, out)
+	})
+}
+
+// toolbeltRefusal is what an execution-class route answers on this socket.
+func toolbeltRefusal() error {
+	return Wrap(CodeWrongCredentialClass, ErrWrongCredentialClass,
+		"the toolbelt is not served on the management socket: an execution calls it on its own toolbelt socket, and operator credentials never reach it")
+}
+
+func refuseOperator(*http.Request) (any, error) { return nil, toolbeltRefusal() }
+
+func isMutation(method string) bool { return method != http.MethodGet && method != http.MethodHead }
+
+// rendered is a response ready to be written (and, for an idempotent
+// route, recorded).
+type rendered struct {
+	status int
+	header http.Header
+	body   []byte
+	stream http.Handler
+}
+
+// render turns a handler's result into status, headers and body bytes.
+func (s *Server) render(r *http.Request, out any) (rendered, error) {
+	res := rendered{status: http.StatusOK, header: http.Header{}}
+	switch v := out.(type) {
+	case http.Handler:
+		res.stream = v
+		return res, nil
+	case *Response:
+		if v.Status != 0 {
+			res.status = v.Status
+		}
+		for k, vals := range v.Header {
+			res.header[k] = slices.Clone(vals)
+		}
+		if v.ETag != "" {
+			res.header.Set("ETag", v.ETag)
+			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && ifNoneMatch(r, v.ETag) {
+				res.status = http.StatusNotModified
+				return res, nil
+			}
+		}
+		if v.Body == nil && res.status == http.StatusNoContent {
+			return res, nil
+		}
+		out = v.Body
+	case nil:
+		res.status = http.StatusNoContent
+		return res, nil
+	}
+	b, err := json.Marshal(out, json.Deterministic(true))
+	if err != nil {
+		return res, fmt.Errorf("management: encode response: %w", err)
+	}
+	res.header.Set("Content-Type", "application/json")
+	res.body = append(b, '\n')
+	return res, nil
+}
+
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, out any) {
+	res, err := s.render(r, out)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.write(w, r, res)
+}
+
+func (s *Server) write(w http.ResponseWriter, r *http.Request, res rendered) {
+	if res.stream != nil {
+		res.stream.ServeHTTP(w, r)
+		return
+	}
+	for k, vals := range res.header {
+		w.Header()[k] = vals
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(res.status)
+	if r.Method != http.MethodHead && res.body != nil {
+		_, _ = w.Write(res.body)
+	}
+}
+
+// writeError writes err as the API's envelope. An error that maps to no
+// code is a 500 with a generic message; its text is logged, never sent.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, msg, known := classify(err)
+	if !known {
+		p, _ := PrincipalFrom(r.Context())
+		s.log.Error("management request failed", "method", r.Method, "route", r.Pattern, "principal", p.Actor(), "error", err.Error())
+	}
+	b, merr := json.Marshal(envelope{Error: envelopeBody{Code: code, Message: msg}})
+	if merr != nil {
+		b = []byte(`{"error":{"code":"internal","message":"` + internalMessage + `"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Del("ETag")
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="open-conduit"`)
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(append(b, '\n'))
+	}
+}
+
+// Serve serves the API on l until Shutdown or Close.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	if s.http != nil {
+		s.mu.Unlock()
+		return errors.New("management: Serve called twice")
+	}
+	s.http = hs
+	s.mu.Unlock()
+	err := hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for requests in flight
+// until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	return hs.Shutdown(ctx)
+}
+
+// Close stops serving at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	return hs.Close()
+}
+
+// handleHealth answers GET /v1/health.
+func (s *Server) handleHealth(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	gen, err := s.opts.Health.Generation(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return HealthResponse{Status: "ok", Version: s.opts.Version, Generation: gen}, nil
+}
+
+// HealthResponse is the body of GET /v1/health.
+type HealthResponse struct {
+	Status     string `json:"status"`
+	Version    string `json:"version"`
+	Generation int64  `json:"generation"`
+}
+
+// bodyKey carries a mutation's validated body on the context.
+type bodyKey struct{}
+
+func withBody(r *http.Request, body []byte) *http.Request {
+	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return r
+}
