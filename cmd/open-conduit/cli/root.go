@@ -65,11 +65,18 @@ func NewRoot(s Streams) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
+	for _, hook := range rootHooks {
+		hook(root)
+	}
 	for _, add := range commands {
 		root.AddCommand(add(s))
 	}
 	return root
 }
+
+// rootHooks adjust the root command (persistent flags); a command file
+// adds one in an init function.
+var rootHooks []func(*cobra.Command)
 
 // commands are the top-level commands; each command file adds itself in an
 // init function, so that files stay independent of each other.
