@@ -1,0 +1,179 @@
+package shell
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// procStat is what the executor reads of /proc/<pid>/stat.
+type procStat struct {
+	State   byte // R, S, D, Z, ...
+	PGID    int
+	Session int
+	// Start is field 22, the start time in clock ticks since boot: with the
+	// boot id it tells a process apart from a later one that reused its pid.
+	Start uint64
+}
+
+// errNoProcess: no process has that pid.
+var errNoProcess = errors.New("no such process")
+
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return procStat{}, errNoProcess
+	}
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat parses "pid (comm) state ppid pgrp session ...". The command
+// name may hold spaces and parentheses, so fields are counted from the last
+// ')'.
+func parseProcStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field n is f[n-3].
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, errors.New("malformed /proc stat")
+	}
+	pgid, err1 := strconv.Atoi(f[5-3])
+	sid, err2 := strconv.Atoi(f[6-3])
+	start, err3 := strconv.ParseUint(f[22-3], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, fmt.Errorf("malformed /proc stat: %w", err)
+	}
+	return procStat{State: f[0][0], PGID: pgid, Session: sid, Start: start}, nil
+}
+
+// bootID identifies the running kernel boot, so that a record written before
+// a reboot never matches a process after it.
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// groupMembers lists the live (not yet exited) processes of process group
+// pgid in session pgid, the shape of a group the supervisor leads.
+func groupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st.PGID == pgid && st.Session == pgid && st.State != 'Z' && st.State != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// signalMember sends sig to pid only if it still belongs to group pgid. The
+// pidfd pins the process the pid named when it was opened, so the check and
+// the signal concern the same process even if the pid is reused meanwhile.
+func signalMember(pid, pgid int, sig unix.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil // gone
+	}
+	defer unix.Close(fd)
+	st, err := readProcStat(pid)
+	if err != nil || st.PGID != pgid || st.Session != pgid {
+		return nil
+	}
+	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// pidWatch reports when a process exits, whether or not it is our child,
+// through a pidfd in the runtime's poller: no thread blocks and no timer
+// polls.
+type pidWatch struct {
+	f    *os.File
+	done chan struct{}
+}
+
+// watchPID starts watching pid, provided it is still the process that was
+// started at start ticks. errNoProcess means there is no such process (any
+// more).
+func watchPID(pid int, start uint64) (*pidWatch, error) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.ESRCH) {
+		return nil, errNoProcess
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot watch process %d: %w", pid, err)
+	}
+	// Read the start time after opening the pidfd: if it matches, the pidfd
+	// names the recorded process.
+	st, err := readProcStat(pid)
+	if err != nil || st.Start != start {
+		unix.Close(fd)
+		return nil, errNoProcess
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &pidWatch{f: f, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		// A pidfd polls readable once its process has exited. Returning
+		// false parks the goroutine in the poller until it is; closing the
+		// file ends the wait.
+		_ = rc.Read(func(fd uintptr) bool {
+			for {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, err := unix.Poll(fds, 0)
+				if errors.Is(err, unix.EINTR) {
+					continue
+				}
+				return err != nil || n > 0
+			}
+		})
+	}()
+	return w, nil
+}
+
+// Done is closed when the process has exited (or the watch was released).
+func (w *pidWatch) Done() <-chan struct{} { return w.done }
+
+// Release stops watching and waits for the watching goroutine to end.
+func (w *pidWatch) Release() {
+	w.f.Close()
+	<-w.done
+}
+
+// setSubreaper makes the calling process the reaper of its orphaned
+// descendants, so that the supervisor reaps every process of its group, not
+// only its direct child.
+func setSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}

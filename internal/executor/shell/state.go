@@ -1,0 +1,159 @@
+package shell
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Files of the execution directory (see the package doc).
+const (
+	recordFile        = "supervisor.json"
+	launchFile        = "launch.json"
+	statusFile        = "status.json"
+	stopFile          = "stop"
+	logFile           = "output.log"
+	supervisorLogFile = "supervisor.log"
+	workDir           = "work"
+)
+
+// record identifies the supervisor of an execution directory.
+type record struct {
+	PID int `json:"pid"`
+	// Start is the supervisor's start time in clock ticks since boot
+	// (/proc/<pid>/stat field 22).
+	Start  uint64 `json:"start_ticks"`
+	BootID string `json:"boot_id"`
+}
+
+// launch is what the supervisor needs to start the command. It holds the
+// command's environment, secrets included, so it is written 0600 and the
+// supervisor deletes it as soon as it has read it.
+type launch struct {
+	Argv     []string `json:"argv"`
+	Env      []string `json:"env"`
+	Dir      string   `json:"dir"`
+	LogLimit int64    `json:"log_limit"`
+}
+
+// status is how the command ended, as the supervisor saw it.
+type status struct {
+	// Exited: the command exited on its own with ExitCode.
+	Exited   bool `json:"exited"`
+	ExitCode int  `json:"exit_code"`
+	// Signal names the signal that killed the command ("SIGKILL").
+	Signal string `json:"signal,omitempty"`
+	// StartError says why the command never started.
+	StartError   string `json:"start_error,omitempty"`
+	LogTruncated bool   `json:"log_truncated,omitempty"`
+}
+
+// Why the executor stopped a group, kept in the stop file.
+const (
+	stopCancel   = "cancel"
+	stopDeadline = "deadline"
+)
+
+// writeFileAtomic replaces dir/name with data through an owner-only temporary
+// file in the same directory, fsync and rename, so that a reader sees either
+// nothing or the whole file.
+func writeFileAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func writeJSONFile(dir, name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, name, append(data, '\n'))
+}
+
+// readJSONFile reads dir/name into v; ok is false if the file does not
+// exist.
+func readJSONFile(dir, name string, v any) (ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false, fmt.Errorf("%s in the execution directory is damaged: %w", name, err)
+	}
+	return true, nil
+}
+
+// writeRecord records the process pid as the supervisor of dir.
+func writeRecord(dir string, pid int) error {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return err
+	}
+	boot, err := bootID()
+	if err != nil {
+		return err
+	}
+	return writeJSONFile(dir, recordFile, record{PID: pid, Start: st.Start, BootID: boot})
+}
+
+// writeStop records why the executor is stopping the group, unless an
+// earlier stop already said why: the first reason stands. The file appears
+// whole (written aside, then linked into place) or not at all.
+func writeStop(dir, reason string) error {
+	f, err := os.CreateTemp(dir, "."+stopFile+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.WriteString(reason + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp, filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// readStop returns the reason the group was stopped, or "".
+func readStop(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, stopFile))
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
