@@ -522,7 +522,7 @@ func TestSplitArguments(t *testing.T) {
 		{`{"_request_id":7}`, nil, "", true},
 		{`[1]`, nil, "", true},
 	} {
-		input, id, err := splitArguments(json.RawMessage(tc.in))
+		input, id, err := splitArguments(json.RawMessage(tc.in), true)
 		if tc.bad {
 			if err == nil {
 				t.Errorf("%s: accepted", tc.in)
@@ -539,19 +539,31 @@ func TestSplitArguments(t *testing.T) {
 	}
 }
 
+func TestSplitArgumentsUnreserved(t *testing.T) {
+	input, id, err := splitArguments(json.RawMessage(`{"_request_id":7}`), false)
+	if err != nil || id != "" || string(input) != `{"_request_id":7}` {
+		t.Errorf("unreserved: %s, %q, %v", input, id, err)
+	}
+}
+
 func TestToolSchema(t *testing.T) {
-	s, err := toolSchema(json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}`))
+	s, reserved, err := toolSchema(json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	props := s["properties"].(map[string]any)
-	if props["n"] == nil || props[RequestIDArgument] == nil || s["additionalProperties"] != false {
-		t.Errorf("schema = %v", s)
+	if props["n"] == nil || props[RequestIDArgument] == nil || s["additionalProperties"] != false || !reserved {
+		t.Errorf("schema = %v, reserved %v", s, reserved)
 	}
-	if s, err := toolSchema(nil); err != nil || s["type"] != "object" {
-		t.Errorf("an absent schema: %v, %v", s, err)
+	if s, reserved, err := toolSchema(nil); err != nil || s["type"] != "object" || !reserved {
+		t.Errorf("an absent schema: %v, %v, %v", s, reserved, err)
 	}
-	if _, err := toolSchema(json.RawMessage(`{"type":"string"}`)); err == nil {
+	if _, _, err := toolSchema(json.RawMessage(`{"type":"string"}`)); err == nil {
 		t.Error("a non-object schema was accepted")
+	}
+	// An operation whose own input has the reserved name keeps it as input.
+	s, reserved, err = toolSchema(json.RawMessage(`{"type":"object","properties":{"_request_id":{"type":"integer"}}}`))
+	if err != nil || reserved || s["properties"].(map[string]any)[RequestIDArgument].(map[string]any)["type"] != "integer" {
+		t.Errorf("an operation that owns the name: %v, reserved %v, %v", s, reserved, err)
 	}
 }

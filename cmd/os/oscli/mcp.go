@@ -82,7 +82,7 @@ func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, op := range g.Operations {
-		schema, err := toolSchema(op.InputSchema)
+		schema, reserved, err := toolSchema(op.InputSchema)
 		if err != nil {
 			fmt.Fprintf(warn, "os mcp: skipping %s: %v\n", op.Name, err)
 			continue
@@ -91,19 +91,20 @@ func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp
 		if desc == "" {
 			desc = strings.TrimSpace(op.Guidance)
 		}
-		srv.AddTool(&mcp.Tool{Name: op.Name, Description: desc, InputSchema: schema}, toolHandler(c, op.Name))
+		srv.AddTool(&mcp.Tool{Name: op.Name, Description: desc, InputSchema: schema}, toolHandler(c, op.Name, reserved))
 	}
 	return srv, nil
 }
 
 // toolSchema turns an operation's input schema into a tool's: an object
 // schema (an absent schema takes any object) that also offers the reserved
-// request ID argument.
-func toolSchema(raw json.RawMessage) (map[string]any, error) {
-	schema := map[string]any{}
+// request ID argument, unless the operation's own input has a member of
+// that name (reserved is false then, and the argument stays input).
+func toolSchema(raw json.RawMessage) (schema map[string]any, reserved bool, err error) {
+	schema = map[string]any{}
 	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
 		if err := json.Unmarshal(raw, &schema); err != nil {
-			return nil, fmt.Errorf("its input schema is not a JSON object: %v", err)
+			return nil, false, fmt.Errorf("its input schema is not a JSON object: %v", err)
 		}
 	}
 	switch t := schema["type"]; t {
@@ -111,29 +112,31 @@ func toolSchema(raw json.RawMessage) (map[string]any, error) {
 		schema["type"] = "object"
 	case "object":
 	default:
-		return nil, fmt.Errorf("its input schema has type %v, but an operation's input is an object", t)
+		return nil, false, fmt.Errorf("its input schema has type %v, but an operation's input is an object", t)
 	}
 	props, ok := schema["properties"].(map[string]any)
 	if !ok {
 		if schema["properties"] != nil {
-			return nil, errors.New("its input schema's properties is not an object")
+			return nil, false, errors.New("its input schema's properties is not an object")
 		}
 		props = map[string]any{}
 		schema["properties"] = props
 	}
-	if _, taken := props[RequestIDArgument]; !taken {
-		props[RequestIDArgument] = map[string]any{
-			"type":        "string",
-			"description": "Optional. A request ID for this call: repeating a call with the same ID and arguments returns the first call's result instead of acting again. Omit it for a new call.",
-		}
+	if _, taken := props[RequestIDArgument]; taken {
+		return schema, false, nil
 	}
-	return schema, nil
+	props[RequestIDArgument] = map[string]any{
+		"type":        "string",
+		"description": "Optional. A request ID for this call: repeating a call with the same ID and arguments returns the first call's result instead of acting again. Omit it for a new call.",
+	}
+	return schema, true, nil
 }
 
-// toolHandler makes a tool call a toolbelt call of op.
-func toolHandler(c *osclient.Client, op string) mcp.ToolHandler {
+// toolHandler makes a tool call a toolbelt call of op. With reserved, the
+// request ID argument is taken out of the arguments.
+func toolHandler(c *osclient.Client, op string, reserved bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		input, requestID, err := splitArguments(req.Params.Arguments)
+		input, requestID, err := splitArguments(req.Params.Arguments, reserved)
 		if err != nil {
 			return toolError(&osclient.Error{Code: osclient.CodeInvalidRequest, Message: err.Error()}), nil
 		}
@@ -152,11 +155,14 @@ func toolHandler(c *osclient.Client, op string) mcp.ToolHandler {
 	}
 }
 
-// splitArguments takes the reserved request ID out of a tool call's
-// arguments and returns the rest as the operation's input.
-func splitArguments(raw json.RawMessage) (json.RawMessage, string, error) {
+// splitArguments returns a tool call's arguments as the operation's input
+// ({} when absent) and, with reserved, takes the request ID out of them.
+func splitArguments(raw json.RawMessage, reserved bool) (json.RawMessage, string, error) {
 	if s := strings.TrimSpace(string(raw)); s == "" || s == "null" {
 		return json.RawMessage(`{}`), "", nil
+	}
+	if !reserved {
+		return raw, "", nil
 	}
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &args); err != nil {
