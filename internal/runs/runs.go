@@ -202,16 +202,20 @@ func checkExecutionID(id string) error {
 	return nil
 }
 
-// ensureDir makes path an owner-only directory of uid. A missing directory
-// is created 0700. An existing one must be a real directory (not a symlink)
-// owned by uid; when it is reachable by others it is tightened to 0700 with
-// tighten (the host's own state directory) and refused without (a shared
-// base such as /tmp).
+// ensureDir makes path an owner-only directory of uid: a missing directory
+// is created 0700, and an existing one must pass checkPrivateDir.
 func ensureDir(path string, uid int, tighten bool) error {
-	err := os.Mkdir(path, 0o700)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
+	return checkPrivateDir(path, uid, tighten)
+}
+
+// checkPrivateDir checks that path is a real directory (not a symlink)
+// owned by uid and closed to everyone else. One reachable by others is
+// tightened to 0700 with tighten (the host's own state directory) and
+// refused without (a shared base such as /tmp).
+func checkPrivateDir(path string, uid int, tighten bool) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -222,15 +226,13 @@ func ensureDir(path string, uid int, tighten bool) error {
 	if owner, ok := ownerOf(fi); !ok || owner != uid {
 		return fmt.Errorf("%w: %s is owned by another user; remove it or give it to uid %d with mode 0700", ErrUnsafeDirectory, path, uid)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if !tighten {
-			return fmt.Errorf("%w: %s has mode %04o, open to other users; remove it or make it 0700 (chmod 700)", ErrUnsafeDirectory, path, fi.Mode().Perm())
-		}
-		if err := os.Chmod(path, 0o700); err != nil {
-			return err
-		}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
 	}
-	return nil
+	if !tighten {
+		return fmt.Errorf("%w: %s has mode %04o, open to other users; remove it or make it 0700 (chmod 700)", ErrUnsafeDirectory, path, fi.Mode().Perm())
+	}
+	return os.Chmod(path, 0o700)
 }
 
 // ownerOf returns the uid owning fi.

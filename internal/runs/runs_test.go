@@ -810,3 +810,26 @@ func TestSweepRemovesFallbackDirectory(t *testing.T) {
 		t.Errorf("the fallback socket directory survived the sweep: %v", err)
 	}
 }
+
+func TestServeRechecksFallbackDirectory(t *testing.T) {
+	d, err := New(longState(t), Options{TmpBase: shortTemp(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.CloseAll()
+	ep, err := d.Prepare("exe_opened", "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opened to others between Prepare and Serve.
+	if err := os.Chmod(filepath.Dir(ep.Socket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Serve("exe_opened", ep, echo("x"))
+	if !errors.Is(err, ErrEndpointUnavailable) || !errors.Is(err, ErrUnsafeDirectory) {
+		t.Fatalf("Serve in an opened directory = %v, want an unsafe-directory refusal", err)
+	}
+	if got := mode(t, filepath.Dir(ep.Socket)).Perm(); got != 0o755 {
+		t.Errorf("Serve changed the shared directory's mode to %04o", got)
+	}
+}

@@ -92,8 +92,8 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 		// Another socket, or ours was removed from under us: bind afresh.
 		d.closeLocked(executionID)
 	}
-	if err := checkPrivateDir(filepath.Dir(ep.Socket), d.uid); err != nil {
-		return fmt.Errorf("%w: %w", ErrEndpointUnavailable, err)
+	if err := checkPrivateDir(filepath.Dir(ep.Socket), d.uid, false); err != nil {
+		return fmt.Errorf("%w: %w; prepare the run directory first", ErrEndpointUnavailable, err)
 	}
 	if err := d.removeStale(ep.Socket); err != nil {
 		return err
@@ -226,23 +226,4 @@ func listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
-}
-
-// checkPrivateDir checks, without changing anything, that path is a real
-// directory owned by uid and closed to everyone else.
-func checkPrivateDir(path string, uid int) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w; prepare the run directory first", path, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%w: %s is not a directory; remove it", ErrUnsafeDirectory, path)
-	}
-	if owner, ok := ownerOf(fi); !ok || owner != uid {
-		return fmt.Errorf("%w: %s is owned by another user; remove it", ErrUnsafeDirectory, path)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%w: %s has mode %04o, open to other users; make it 0700", ErrUnsafeDirectory, path, fi.Mode().Perm())
-	}
-	return nil
 }
