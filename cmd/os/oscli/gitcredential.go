@@ -60,7 +60,7 @@ func gitCredentialGet(cmd *cobra.Command, s Streams, attrs map[string]string) er
 	c, err := client(s)
 	if err != nil {
 		if osclient.CodeOf(err) == osclient.CodeEnvironmentUnset {
-			fmt.Fprintln(s.Err, "os git-credential: not inside an Open Conduit execution (OS_ENDPOINT is unset); no credential offered")
+			fmt.Fprintln(s.Err, "os git-credential: not inside an Open Conduit execution (OS_ENDPOINT or OS_TOKEN_FILE is unset); no credential offered")
 			return nil
 		}
 		return err
