@@ -23,6 +23,9 @@ type Options struct {
 	// LeaseMargin: LeaseGuard refuses a lease that expires within it
 	// (default DefaultLeaseMargin).
 	LeaseMargin time.Duration
+	// Causal bounds the Work a route starts from an event (zero fields
+	// take DefaultCausalLimits): a chain of routes can't loop forever.
+	Causal CausalLimits
 }
 
 // Runtime accepts, routes and changes Work inside the caller's
@@ -32,6 +35,7 @@ type Runtime struct {
 	ids    *ids.Generator
 	routes atomic.Pointer[routesHolder]
 	margin time.Duration
+	causal CausalLimits
 }
 
 type routesHolder struct{ p RouteProvider }
@@ -44,7 +48,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.LeaseMargin <= 0 {
 		opts.LeaseMargin = DefaultLeaseMargin
 	}
-	r := &Runtime{clock: opts.Clock, ids: opts.IDs, margin: opts.LeaseMargin}
+	r := &Runtime{clock: opts.Clock, ids: opts.IDs, margin: opts.LeaseMargin, causal: opts.Causal.orDefault()}
 	r.SetRoutes(opts.Routes)
 	return r, nil
 }

@@ -17,11 +17,11 @@ import (
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 type bundle struct {
-	path  string
-	store *sqlite.Store
-	clock *clock.Fake
-	rt    *runtime.Runtime
-	// ctl is added with Control.
+	path   string
+	store  *sqlite.Store
+	clock  *clock.Fake
+	rt     *runtime.Runtime
+	ctl    *runtime.Control
 	routes runtime.RouteTable
 	ids    *ids.Generator
 }
@@ -51,6 +51,7 @@ func (b *bundle) open(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: b.rt, Store: s, Causal: runtime.CausalLimits{MaxDepth: 8, PerMinute: 100}})
 
 }
 

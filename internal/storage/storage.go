@@ -82,6 +82,9 @@ type Reader interface {
 	GetKeyOwner(ctx context.Context, scope, key string) (Work, error)
 	// ListWorkKeys lists the keys a Work currently owns, sorted.
 	ListWorkKeys(ctx context.Context, workID string) ([]string, error)
+	// ListKeysEverOwned lists every key the Work has owned, released or
+	// not, sorted (a retry takes them back).
+	ListKeysEverOwned(ctx context.Context, workID string) ([]string, error)
 	ListInputs(ctx context.Context, p *ListInputsParams) ([]Input, error)
 
 	GetExecution(ctx context.Context, id string) (Execution, error)

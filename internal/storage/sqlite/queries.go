@@ -355,6 +355,18 @@ func (q queries) ListWorkKeys(ctx context.Context, workID string) ([]string, err
 	return keys, err
 }
 
+func (q queries) ListKeysEverOwned(ctx context.Context, workID string) ([]string, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT DISTINCT key FROM work_keys WHERE work = ? ORDER BY key`, workID)
+	keys, err := collect(rows, err, func(r scanner) (string, error) {
+		var k string
+		return k, r.Scan(&k)
+	})
+	if keys == nil && err == nil {
+		keys = []string{}
+	}
+	return keys, err
+}
+
 func scanInput(r scanner) (storage.Input, error) {
 	var in storage.Input
 	var at int64

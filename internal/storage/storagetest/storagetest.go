@@ -478,7 +478,11 @@ func workKeysExclusive(ctx context.Context, s storage.Store) error {
 			return fmt.Errorf("acquiring a released key: %w", err)
 		}
 		keys, err = tx.ListWorkKeys(ctx, "wrk_a")
-		return first(err, want(len(keys) == 0, "released work still lists keys %v", keys))
+		if err != nil || len(keys) != 0 {
+			return fmt.Errorf("released work still lists keys %v, %v", keys, err)
+		}
+		ever, err := tx.ListKeysEverOwned(ctx, "wrk_a")
+		return first(err, want(fmt.Sprint(ever) == "[pr/1 wrk_a]", "keys wrk_a ever owned = %v", ever))
 	})
 }
 
