@@ -17,7 +17,7 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 // secrets, the toolbelt endpoint and token file, and the execution's ids.
 // Later entries win over earlier ones; the host's own names cannot be set by
 // the binding or a secret. The token itself is never part of it.
-func environment(cfg Config, req executor.RunRequest, transport executor.Transport) ([]string, error) {
+func environment(cfg Config, req executor.RunRequest) ([]string, error) {
 	env := map[string]string{}
 	for _, name := range []string{"PATH", "HOME", "LANG"} {
 		if v, ok := os.LookupEnv(name); ok {
@@ -40,7 +40,7 @@ func environment(cfg Config, req executor.RunRequest, transport executor.Transpo
 	if dir := req.Context.ToolbeltDir; dir != "" {
 		env["PATH"] = dir + string(os.PathListSeparator) + env["PATH"]
 	}
-	if transport != executor.TransportNone && req.Context.ToolbeltEndpoint != "" {
+	if req.Context.ToolbeltEndpoint != "" {
 		env["OS_ENDPOINT"] = req.Context.ToolbeltEndpoint
 		if req.Context.ToolbeltTokenFile != "" {
 			env["OS_TOKEN_FILE"] = req.Context.ToolbeltTokenFile

@@ -124,7 +124,7 @@ func (e *Executor) Run(ctx context.Context, req executor.RunRequest) (executor.R
 			Message:  deadlineText(req.Deadline) + " passed before the command started",
 		}, nil
 	}
-	env, err := environment(cfg, req, e.Info().Transport)
+	env, err := environment(cfg, req)
 	if err != nil {
 		return executor.Result{}, err
 	}

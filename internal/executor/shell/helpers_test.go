@@ -74,6 +74,24 @@ func setup(t *testing.T, change ...func(*Options)) *bundle {
 	if b.exec, err = New(b.opts); err != nil {
 		t.Fatal(err)
 	}
+	// A failed test may leave a segment running: end its group.
+	roots := []string{filepath.Dir(b.dir), b.tmp}
+	t.Cleanup(func() {
+		for _, root := range roots {
+			filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err != nil || d.Name() != recordFile {
+					return nil
+				}
+				var rec record
+				if ok, _ := readJSONFile(filepath.Dir(path), recordFile, &rec); ok {
+					if st, err := readProcStat(rec.PID); err == nil && st.Start == rec.Start && st.State != 'Z' {
+						unix.Kill(-rec.PID, unix.SIGKILL)
+					}
+				}
+				return nil
+			})
+		}
+	})
 	return b
 }
 

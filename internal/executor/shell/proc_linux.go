@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -137,6 +138,12 @@ func watchPID(pid int, start uint64) (*pidWatch, error) {
 		return nil, errNoProcess
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
+	// Setting no deadline fails unless the runtime's poller took the file;
+	// without it the wait below would end at once.
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot watch process %d: its pidfd cannot be polled: %w", pid, err)
+	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()

@@ -32,11 +32,19 @@ const drainBound = 2 * time.Second
 // the whole group, and the supervisor must outlive its command to record
 // how it ended. Its only error is failing to record a status at all.
 func Supervise(dir string) error {
+	// First of all, so that a stop racing the start cannot kill the
+	// supervisor before it can record anything.
+	stopped := make(chan os.Signal, 1)
+	signal.Notify(stopped, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+
+	// The supervisor later moves into the command's working directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	if err := writeRecord(dir, os.Getpid()); err != nil {
 		return fmt.Errorf("cannot record the supervisor in the execution directory: %w", err)
 	}
-	stopped := make(chan os.Signal, 1)
-	signal.Notify(stopped, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	var l launch
 	ok, err := readJSONFile(dir, launchFile, &l)
