@@ -153,14 +153,14 @@ func (e *Executor) Recover(ctx context.Context, req executor.RunRequest) (execut
 	if req.Dir, err = executionDir(req.Dir); err != nil {
 		return executor.Result{}, err
 	}
-	if ended, err := e.ended(req.Dir); ended || err != nil {
-		return e.result(req)
+	if res, ended, err := outcome(req); ended || err != nil {
+		return res, err
 	}
 	h, err := e.attach(req.Dir)
 	if errors.Is(err, errNoProcess) {
 		// The supervisor may have finished since we looked.
-		if ended, err := e.ended(req.Dir); ended || err != nil {
-			return e.result(req)
+		if res, ended, err := outcome(req); ended || err != nil {
+			return res, err
 		}
 		// A launch file left by a daemon that died before its supervisor
 		// started holds secrets.
@@ -301,7 +301,8 @@ func (e *Executor) observe(ctx context.Context, req executor.RunRequest, h *hand
 			return executor.Result{}, err
 		}
 	}
-	return e.result(req)
+	res, _, err := outcome(req)
+	return res, err
 }
 
 // stop ends the group h leads: SIGTERM to all of it (the supervisor ignores
@@ -409,21 +410,16 @@ func clearGroup(ctx context.Context, pgid int) error {
 	}
 }
 
-// ended reports whether the supervisor of dir recorded a status.
-func (e *Executor) ended(dir string) (bool, error) {
-	var st status
-	return readJSONFile(dir, statusFile, &st)
-}
-
-// result turns what the supervisor and the executor recorded in req.Dir into
-// the segment's result.
-func (e *Executor) result(req executor.RunRequest) (executor.Result, error) {
+// outcome turns what the supervisor and the executor recorded in req.Dir
+// into the segment's result; ended is false if the supervisor recorded no
+// status (yet).
+func outcome(req executor.RunRequest) (res executor.Result, ended bool, err error) {
 	var st status
 	ok, err := readJSONFile(req.Dir, statusFile, &st)
 	if err != nil {
-		return executor.Result{}, err
+		return executor.Result{}, false, err
 	}
-	res := executor.Result{Outcome: executor.Failed, ExitCode: -1}
+	res = executor.Result{Outcome: executor.Failed, ExitCode: -1}
 	var what string
 	switch {
 	case !ok:
@@ -459,7 +455,7 @@ func (e *Executor) result(req executor.RunRequest) (executor.Result, error) {
 			Path:      filepath.Join(req.Dir, logFile),
 		}}
 	}
-	return res, nil
+	return res, ok, nil
 }
 
 func deadlineText(deadline time.Time) string {

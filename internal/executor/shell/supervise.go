@@ -23,7 +23,7 @@ const drainBound = 2 * time.Second
 // Supervise is the supervisor of one execution directory, run by the
 // executor as `open-conduit supervise <dir>` in a session and process group
 // of its own. It reads and deletes the launch file, starts the command as its
-// child in its own process group, copies the command's stdout and stderr
+// child in the supervisor's own process group, copies the command's stdout and stderr
 // (one pipe, so in arrival order) into the bounded log, waits for it, kills
 // whatever the command left running in the group and reaps it, and writes
 // the command's exit status to the status file before it returns.
