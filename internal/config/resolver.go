@@ -214,11 +214,15 @@ func (r *Resolver) keyring(ctx context.Context, body string) (string, error) {
 	}
 }
 
-func (r *Resolver) command(ctx context.Context, text string) (string, error) {
-	timeout := r.CommandTimeout
-	if timeout <= 0 {
-		timeout = DefaultCommandTimeout
+func (r *Resolver) commandTimeout() time.Duration {
+	if r.CommandTimeout <= 0 {
+		return DefaultCommandTimeout
 	}
+	return r.CommandTimeout
+}
+
+func (r *Resolver) command(ctx context.Context, text string) (string, error) {
+	timeout := r.commandTimeout()
 	shell := r.Shell
 	if shell == "" {
 		shell = "/bin/sh"

@@ -42,19 +42,21 @@ func TestValidateBase(t *testing.T) {
 	}
 }
 
-// TestValidateRules breaks one rule at a time in the valid base and checks
-// that exactly the expected diagnostics come out, at the expected pointers.
-func TestValidateRules(t *testing.T) {
-	type mut func(t testing.TB, d jdoc)
-	setTo := func(ptr string, v any) mut { return func(t testing.TB, d jdoc) { set(t, d, ptr, v) } }
-	delAt := func(ptr string) mut { return func(t testing.TB, d jdoc) { del(t, d, ptr) } }
-	one := func(ptr string, code Code) []want { return []want{{ptr, code}} }
+// mutation changes one thing in a decoded configuration.
+type mutation func(t testing.TB, d jdoc)
 
-	cases := []struct {
-		name string
-		mut  mut
-		want []want
-	}{
+// ruleCase breaks one rule of the valid base.
+type ruleCase struct {
+	name string
+	mut  mutation
+	want []want
+}
+
+// ruleCases are the table of TestValidateRules, and seeds of FuzzParse.
+func ruleCases() []ruleCase {
+	setTo := func(ptr string, v any) mutation { return func(t testing.TB, d jdoc) { set(t, d, ptr, v) } }
+	delAt := func(ptr string) mutation { return func(t testing.TB, d jdoc) { del(t, d, ptr) } }
+	return []ruleCase{
 		// version
 		{"version missing", delAt("/version"), one("/version", CodeMissingField)},
 		{"version a string", setTo("/version", "1"), one("/version", CodeWrongType)},
@@ -199,6 +201,12 @@ func TestValidateRules(t *testing.T) {
 		{"tombstone with a malformed member", setTo("/scopes/old/bindings/x/image", "x"), one("/scopes/old/bindings/x/image", CodeUnknownField)},
 		{"tombstone binding of an unknown executor", setTo("/scopes/old/bindings/x/operations", raw(`["github.nothing"]`)), nil},
 	}
+}
+
+// TestValidateRules breaks one rule at a time in the valid base and checks
+// that exactly the expected diagnostics come out, at the expected pointers.
+func TestValidateRules(t *testing.T) {
+	cases := ruleCases()
 	reg := testRegistry(t)
 	seen := map[Code]bool{}
 	for _, tc := range cases {
@@ -260,18 +268,20 @@ func allSemantic(ws []want) bool {
 	return true
 }
 
-// TestParseRawText covers what only raw text can say: syntax, duplicate
-// keys, trailing data, encodings and size.
-func TestParseRawText(t *testing.T) {
+// rawCase is a document only raw text can write.
+type rawCase struct {
+	name string
+	text string
+	want []want
+}
+
+// rawCases are the table of TestParseRawText, and seeds of FuzzParse.
+func rawCases() []rawCase {
 	big := strings.Replace(baseConfig, `"version": 1,`, `"version": 1,`+strings.Repeat(" ", MaxSize-len(baseConfig)), 1)
 	if len(big) != MaxSize {
-		t.Fatalf("padding: %d", len(big))
+		panic("padding")
 	}
-	cases := []struct {
-		name string
-		text string
-		want []want
-	}{
+	return []rawCase{
 		{"exactly 1 MiB", big, nil},
 		{"one byte over 1 MiB", big + " ", one("", CodeTooLarge)},
 		{"empty", "", one("", CodeInvalidJSON)},
@@ -299,6 +309,12 @@ func TestParseRawText(t *testing.T) {
 		{"nulls everywhere", `{"version": null, "limits": {"lease": null}, "scopes": {"a": {"parent": null, "authorization": {"operations": [null]}}}}`,
 			[]want{{"/limits/lease", CodeNullValue}, {"/scopes/a/authorization/operations/0", CodeNullValue}, {"/scopes/a/parent", CodeNullValue}, {"/version", CodeNullValue}}},
 	}
+}
+
+// TestParseRawText covers what only raw text can say: syntax, duplicate
+// keys, trailing data, encodings and size.
+func TestParseRawText(t *testing.T) {
+	cases := rawCases()
 	reg := testRegistry(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
