@@ -214,7 +214,9 @@ func (b blockingKeyring) Get(string, string) (string, error) {
 
 type failingKeyring struct{}
 
-func (failingKeyring) Get(string, string) (string, error) { return "", errors.New("dbus: no session bus") }
+func (failingKeyring) Get(string, string) (string, error) {
+	return "", errors.New("dbus: no session bus")
+}
 
 func TestResolveKeyring(t *testing.T) {
 	r := &Resolver{Keyring: memKeyring{"open-conduit/slack": "xoxb-1", "open-conduit/empty": "", "svc/a/b": "nested"}}
