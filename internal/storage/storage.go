@@ -61,6 +61,7 @@ type Store interface {
 // Reader holds the queries. Inside a transaction they see the transaction's
 // own writes.
 type Reader interface {
+	ToolbeltReader
 	GetEvent(ctx context.Context, id string) (Event, error)
 	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
 	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
@@ -116,6 +117,7 @@ type Reader interface {
 
 // Tx is the write transaction. Its Reader methods see its own writes.
 type Tx interface {
+	ToolbeltTx
 	Reader
 
 	// InsertEvent appends an event. The engine assigns Seq: the next

@@ -1,0 +1,100 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Registration is what an extension hands the host's Registrar: its name,
+// which owns the namespace <name>.*, its operations, its toolsets and an
+// optional gate.
+type Registration struct {
+	// Name is the registration name (see RegistrationName).
+	Name string
+	// Operations are served under the registration's namespace.
+	Operations []Operation
+	// Toolsets are named sets of the registration's operations by role.
+	Toolsets []Toolset
+	// Gate, when set, is asked before every other registration's
+	// operation runs (see Gate).
+	Gate Gate
+}
+
+// Operation is one operation an extension adds to the toolbelt. Exactly one
+// of Handler and Emit serves it.
+type Operation struct {
+	// Name is <registration>.<suffix>.
+	Name string
+	// Summary is one sentence saying what it does.
+	Summary string
+	// InputSchema is a JSON Schema (2020-12) whose type is object; nil
+	// means {"type":"object"}.
+	InputSchema json.RawMessage
+	// Guidance is Markdown telling an agent when and how to use it.
+	Guidance string
+	// Capabilities lists what it serves, such as git.credential.
+	Capabilities []string
+	// Handler runs the operation outside storage, after the host checked
+	// the caller's authority. It never sees the token.
+	Handler Handler
+	// Emit translates the input into one Event that the host accepts like
+	// the emit builtin, under the same fence, replay and causal checks.
+	Emit Translator
+}
+
+// Handler serves an operation. A refusal it wants the caller to see is an
+// *OperationError (422 with its code and message); any other error is the
+// host's 500. It must be idempotent on auth.RequestID.
+type Handler func(ctx context.Context, auth Authority, input json.RawMessage) (json.RawMessage, error)
+
+// Translator turns an operation's input into an Emission. It runs outside
+// storage and must not have effects of its own.
+type Translator func(ctx context.Context, auth Authority, input json.RawMessage) (Emission, error)
+
+// Emission is an Event an operation asks the host to accept for the
+// calling execution. The host assigns its source, Work, execution and
+// causation.
+type Emission struct {
+	Type           string
+	Data           json.RawMessage
+	CorrelationKey string
+}
+
+// Gate is asked, in registration-name order, before the host runs another
+// registration's operation (never its own, never a builtin).
+type Gate interface {
+	// Check lets the call through (nil, nil), parks the caller (a
+	// WaitPlan), or refuses it (an error; an *OperationError reaches the
+	// caller verbatim, wrapped in GateRefusal).
+	Check(ctx context.Context, req GateRequest) (*WaitPlan, error)
+}
+
+// GateFunc adapts a function to Gate.
+type GateFunc func(ctx context.Context, req GateRequest) (*WaitPlan, error)
+
+// Check calls f.
+func (f GateFunc) Check(ctx context.Context, req GateRequest) (*WaitPlan, error) { return f(ctx, req) }
+
+// GateRequest is the call a gate is asked about.
+type GateRequest struct {
+	Authority Authority
+	Operation string
+	Input     json.RawMessage
+}
+
+// WaitPlan parks a caller: the host declares a wait owned by the gating
+// registration, the operation does not run, and the call returns Output.
+type WaitPlan struct {
+	Types   []string
+	Keys    []string
+	Timeout time.Duration
+	// Output is the call's result, a JSON object (nil: {}).
+	Output json.RawMessage
+}
+
+// Registrar accepts registrations. A refused registration registers
+// nothing.
+type Registrar interface {
+	Register(reg Registration) error
+}
