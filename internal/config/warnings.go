@@ -153,7 +153,7 @@ func withToolset(list []string, toolset string, members []string) string {
 }
 
 // compareVersions orders release versions such as 1.8.0 or v1.10: numeric
-// parts numerically, others as text, a missing part as 0.
+// parts numerically, others as text, a missing or empty part as 0.
 func compareVersions(a, b string) int {
 	as := strings.Split(strings.TrimPrefix(a, "v"), ".")
 	bs := strings.Split(strings.TrimPrefix(b, "v"), ".")
@@ -164,6 +164,12 @@ func compareVersions(a, b string) int {
 		}
 		if i < len(bs) {
 			y = bs[i]
+		}
+		if x == "" {
+			x = "0"
+		}
+		if y == "" {
+			y = "0"
 		}
 		xi, xerr := strconv.Atoi(x)
 		yi, yerr := strconv.Atoi(y)
