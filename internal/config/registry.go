@@ -2,18 +2,36 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/shell"
 )
 
-// ConfigCheck checks an executor's binding config. Its error text is never
-// shown: a refusal becomes an invalid_value diagnostic at the config member
-// with a generic remedy, since the text could quote a configured value.
+// ConfigCheck checks an executor's binding config. When its error is (or
+// wraps) an *ExecutorConfigError, each problem becomes a diagnostic at its
+// place inside the config. Any other error's text is never shown: it
+// becomes one invalid_value diagnostic at the config member with a generic
+// remedy, since the text could quote a configured value.
 type ConfigCheck func(config json.RawMessage) error
+
+// ExecutorConfigError lists the problems an executor found in a binding's
+// config. Each Pointer is relative to the config ("" for the config
+// itself); Code is one of the diagnostic codes (others are reported as
+// invalid_value); Remedy must not quote a configured value. Validation
+// still cuts each pointer at the first member name that is not safe to
+// show.
+type ExecutorConfigError struct {
+	Problems []Diagnostic
+}
+
+func (e *ExecutorConfigError) Error() string {
+	return fmt.Sprintf("executor config: %d problems", len(e.Problems))
+}
 
 // Registry is what the running release registers, against which a
 // configuration is validated: executors and their capabilities, operations
@@ -65,16 +83,36 @@ func DefaultRegistry(executors ...executor.Info) *Registry {
 // ShellExecutorInfo describes the shell executor as this release registers
 // it: transport os, capability toolbelt, no resume.
 var ShellExecutorInfo = executor.Info{
-	Name:         "shell",
+	Name:         shell.Name,
 	Transport:    executor.TransportOS,
 	Capabilities: []executor.Capability{executor.CapToolbelt},
 }
 
 // ReleaseRegistry returns what this release registers: the builtin
-// operations and the shell executor. Work that adds extensions or executors
-// to the release extends it here.
+// operations and the shell executor, whose binding configs are checked by
+// shell.ValidateConfig. Work that adds extensions or executors to the
+// release extends it here.
 func ReleaseRegistry() *Registry {
-	return DefaultRegistry(ShellExecutorInfo)
+	r := NewRegistry()
+	if err := r.AddExecutor(ShellExecutorInfo, checkShellConfig); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// checkShellConfig runs the shell executor's own strict config parse and
+// hands its problems on with their places.
+func checkShellConfig(raw json.RawMessage) error {
+	err := shell.ValidateConfig(raw)
+	var ce *shell.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := &ExecutorConfigError{}
+	for _, p := range ce.Problems {
+		out.Problems = append(out.Problems, Diagnostic{Pointer: p.Pointer, Code: Code(p.Code), Remedy: p.Remedy})
+	}
+	return out
 }
 
 // AddExecutor registers an executor. check, when not nil, checks a

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 )
@@ -281,9 +284,63 @@ func (v *validator) checkExecutor(e registeredExecutor, b *docBinding, base []st
 		}
 		raw = c
 	}
-	if err := e.check(raw); err != nil {
-		v.add(append(slices.Clone(base), keyStep("config")), CodeInvalidValue, "the executor refused this config: check it against the executor's documented fields")
+	err := e.check(raw)
+	if err == nil {
+		return
 	}
+	configPath := append(slices.Clone(base), keyStep("config"))
+	var ce *ExecutorConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		v.add(configPath, CodeInvalidValue, "the executor refused this config: check it against the executor's documented fields")
+		return
+	}
+	for _, p := range ce.Problems {
+		code, remedy := p.Code, p.Remedy
+		if !knownCodes[code] {
+			code = CodeInvalidValue
+		}
+		if remedy == "" {
+			remedy = "the executor refused this member: check it against the executor's documented fields"
+		}
+		v.add(append(slices.Clone(configPath), pointerSteps(p.Pointer, b.config)...), code, remedy)
+	}
+}
+
+// knownCodes are the codes an executor's problems may carry as they are.
+var knownCodes = map[Code]bool{
+	CodeInvalidJSON: true, CodeDuplicateKey: true, CodeUnknownField: true, CodeNullValue: true,
+	CodeWrongType: true, CodeMissingField: true, CodeInvalidValue: true,
+}
+
+// pointerSteps parses a pointer relative to a config node into steps,
+// telling array indexes from member names by the node's shape. A pointer
+// that does not parse becomes no steps: the config itself.
+func pointerSteps(ptr string, n *node) []step {
+	if ptr == "" || ptr[0] != '/' {
+		return nil
+	}
+	var out []step
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		if n != nil && n.kind == kindArray {
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || strconv.Itoa(i) != tok {
+				return out
+			}
+			out = append(out, idxStep(i))
+			if i < len(n.elems) {
+				n = n.elems[i]
+			} else {
+				n = nil
+			}
+			continue
+		}
+		out = append(out, keyStep(tok))
+		if n != nil {
+			n = lookup(n, tok)
+		}
+	}
+	return out
 }
 
 // hasBad reports whether any value under n was already reported.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/shell"
 )
 
 // want is an expected diagnostic: pointer and code.
@@ -494,10 +496,42 @@ func TestReleaseRegistry(t *testing.T) {
 			t.Errorf("builtin %s: %q %v", b, owner, ok)
 		}
 	}
-	text := `{"version": 1, "scopes": {"a": {"bindings": {"b": {"executor": "shell", "requires": ["toolbelt", "resume"]}}}}}`
+	text := `{"version": 1, "scopes": {"a": {"bindings": {"b": {"executor": "shell", "config": {"command": ["true"]}, "requires": ["toolbelt", "resume"]}}}}}`
 	_, res := Validate([]byte(text), reg)
 	if g := got(res.Diagnostics); !slices.Equal(g, one("/scopes/a/bindings/b/requires/1", CodeInvalidCapability)) {
 		t.Fatalf("got %v", g)
+	}
+	if real := (&shell.Executor{}).Info(); !reflect.DeepEqual(real, ShellExecutorInfo) {
+		t.Fatalf("ShellExecutorInfo %+v, the executor says %+v", ShellExecutorInfo, real)
+	}
+}
+
+// TestReleaseRegistryChecksShellConfig: the shell executor's own problems
+// come back at their places inside the binding's config, with member names
+// that are not safe to show cut off.
+func TestReleaseRegistryChecksShellConfig(t *testing.T) {
+	text := `{"version": 1, "scopes": {"a": {"bindings": {
+		"ok": {"executor": "shell", "config": {"command": ["sh", "-c", "true"], "env": {"LOG": "1"}, "dir": "repo"}},
+		"bad": {"executor": "shell", "config": {"command": [], "env": {"Bad Name": "x", "OS_TOKEN_FILE": "y"}, "extra": 1, "dir": 5}},
+		"none": {"executor": "shell"}
+	}}}}`
+	_, res := Validate([]byte(text), ReleaseRegistry())
+	want := []want{
+		{"/scopes/a/bindings/bad/config/command", CodeInvalidValue},
+		{"/scopes/a/bindings/bad/config/dir", CodeWrongType},
+		{"/scopes/a/bindings/bad/config/env", CodeInvalidValue},
+		{"/scopes/a/bindings/bad/config/env/OS_TOKEN_FILE", CodeInvalidValue},
+		{"/scopes/a/bindings/bad/config/extra", CodeUnknownField},
+		{"/scopes/a/bindings/none/config/command", CodeMissingField},
+	}
+	if g := got(res.Diagnostics); !slices.Equal(g, want) {
+		t.Fatalf("got  %v\nwant %v", g, want)
+	}
+	for _, d := range res.Diagnostics {
+		assertNoCanary(t, "shell diagnostic", d.Pointer)
+		if strings.Contains(d.Pointer+d.Remedy, "Bad Name") {
+			t.Errorf("%v shows an unsafe name", d)
+		}
 	}
 }
 
@@ -510,4 +544,38 @@ func ExampleValidate() {
 	// Output:
 	// /scopes/ops/bindings/agent/executor unknown_reference
 	// /scopes/ops/parent unknown_reference
+}
+
+// TestExecutorConfigProblems: an executor's problems are placed by their
+// pointers (array indexes told apart by the config's shape), unknown codes
+// become invalid_value and an empty remedy gets a generic one.
+func TestExecutorConfigProblems(t *testing.T) {
+	reg := NewRegistry()
+	must(t, reg.AddExecutor(executor.Info{Name: "probe"}, func(json.RawMessage) error {
+		return fmt.Errorf("wrapped: %w", &ExecutorConfigError{Problems: []Diagnostic{
+			{Pointer: "/command/1", Code: "weird_code"},
+			{Pointer: "/a~1b", Code: CodeWrongType, Remedy: "give a string"},
+			{Pointer: "/command/x", Code: CodeInvalidValue, Remedy: "r"},
+			{Pointer: "not-a-pointer", Code: CodeMissingField, Remedy: "r"},
+			{Pointer: "", Code: CodeInvalidValue, Remedy: "r"},
+		}})
+	}))
+	text := `{"version": 1, "scopes": {"a": {"bindings": {"b": {"executor": "probe", "config": {"command": ["x", "y"]}}}}}}`
+	_, res := Validate([]byte(text), reg)
+	base := "/scopes/a/bindings/b/config"
+	want := []want{
+		{base, CodeInvalidValue},
+		{base, CodeMissingField},
+		{base, CodeWrongType}, // "a/b" is not safe to show
+		{base + "/command", CodeInvalidValue},
+		{base + "/command/1", CodeInvalidValue},
+	}
+	if g := got(res.Diagnostics); !slices.Equal(g, want) {
+		t.Fatalf("got  %v\nwant %v", g, want)
+	}
+	for _, d := range res.Diagnostics {
+		if d.Remedy == "" {
+			t.Errorf("%v: empty remedy", d)
+		}
+	}
 }
