@@ -32,7 +32,7 @@ const cfgInvalid = `{
   "version": 1,
   "colour": "blue",
   "secrets": {"gh": "vault:ci/token"},
-  "scopes": {"ops": {"bindings": {"agent": {"executor": "shell", "requires": ["resume"]}}}}
+  "scopes": {"ops": {"bindings": {"agent": {"executor": "shell", "config": {"command": ["true"]}, "requires": ["resume"]}}}}
 }`
 
 func cfgFile(t *testing.T, content string) string {
