@@ -1,0 +1,73 @@
+// Package scheduler runs Work: it claims ready Work up to MaxRunning, gives
+// each attempt a lease and an epoch, starts its segments on executors
+// (Run, Recover, Resume) on goroutines it owns, renews the leases it holds,
+// applies what a segment reports (Complete, with its declaration), fires
+// timers, and recovers attempts whose lease expired.
+//
+// It must never let a superseded epoch act: every renewal, release and
+// completion is a storage compare-and-set on (owner, epoch, state), so the
+// fence is the record itself and not a check in memory. It must never run
+// an executor call inside a storage transaction, never read the system
+// clock (the clock is injected; tests advance a fake one), and never store
+// a token, a secret or an executor's environment.
+//
+// # Work
+//
+//	from                 to                    when
+//	(new)                ready                 created, with its core.work.created
+//	ready                running               claimed: a new execution, or its parked one resumed
+//	running              waiting               Complete applies a declared wait
+//	running              ready                 Complete: succeeded, but input was queued after the
+//	                                           attempt's watermark; or the attempt could not start
+//	waiting              ready                 a wake (an event satisfies the Wait) or its timeout
+//	running              succeeded|failed|     Complete: the executor's result, or a declared outcome
+//	                     cancelled
+//	ready|running|       cancelled             Work cancel
+//	waiting
+//	failed|cancelled     ready                 retry (core.manual.retry)
+//
+// Any nonterminal Work can be held (BlockedReason): operator_cancelled
+// (execution cancel), secret_unavailable, toolbelt_unavailable,
+// binding_unavailable, attempt_lost, start_gate / a start gate's own
+// reason. A held Work is not claimed, resumed or recovered until a retry
+// (core.manual.retry) releases it. Work cancel ends any nonterminal Work.
+// A terminal Work releases its keys and emits core.work.finished.
+//
+// # Execution
+//
+//	from        to                       when
+//	(new)       running, epoch 1         claim
+//	running     finished (succeeded,     Complete
+//	            failed, cancelled)
+//	running     parked                   Complete: a resume-capable executor suspended on a
+//	                                     declared wait
+//	parked      running, epoch+1         claim of the woken Work (Resume)
+//	running     running, epoch+1         lease expired, or adoption by a new daemon (Recover)
+//	running     stopping                 Work cancel or execution cancel (the epoch is fenced)
+//	stopping    stopping, epoch+1        lease expired or adoption (the new holder stops it)
+//	stopping    finished (cancelled)     the host observed the stop (ConfirmStopped)
+//	parked      finished (cancelled)     Work cancel or execution cancel
+//
+// Recover of a segment that left nothing behind finishes it lost (and holds
+// the Work with attempt_lost). A parked execution cancelled by an operator
+// finishes cancelled at once.
+//
+// # Leases
+//
+// A lease lasts Limits.Lease and names its owner (the daemon instance id)
+// and epoch. The daemon renews it with Heartbeat (every Lease/3). The
+// holder stops trusting a lease runtime.LeaseMargin (5s by default) before
+// it expires: LeaseGuard refuses toolbelt calls inside the margin, and
+// Heartbeat neither renews inside it nor keeps observing: it detaches and
+// leaves the attempt to recovery. Owner liveness is decided by lease expiry
+// alone; at start the daemon, which holds the state directory's exclusive
+// lock, adopts at once every attempt a previous owner left (RecoverOrphans).
+//
+// # Inputs
+//
+// Each claim or resume acknowledges the Work's queued inputs up to the
+// last one (the execution's InputWatermark); they are never given to
+// another attempt. A segment that could not start (token, endpoint or
+// secret failure) gives them back. Recovery re-attaches to the same
+// segment and acknowledges nothing new.
+package scheduler

@@ -1,0 +1,226 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Heartbeat renews the lease of every attempt this scheduler observes. A
+// lease is renewed only while it is still valid for at least the runtime's
+// LeaseMargin: past that the holder no longer trusts it, stops observing
+// the segment (detaches) and leaves it to recovery, which takes it over
+// with a new epoch once it has expired. A renewed attempt that an operator
+// cancelled (stopping) is stopped. It returns how many leases were lost.
+func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	segs := make([]*segment, 0, len(s.segments))
+	for _, seg := range s.segments {
+		segs = append(segs, seg)
+	}
+	s.mu.Unlock()
+	now := s.now()
+	lost := 0
+	var errs []error
+	for _, seg := range segs {
+		var exe storage.Execution
+		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			var err error
+			exe, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{
+				ID: seg.exe.ID, Epoch: seg.exe.Epoch, Owner: s.o.Owner, ValidAt: now.Add(s.rt.LeaseMargin()),
+				LeaseExpiresAt: now.Add(s.o.Limits.Lease), States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
+			})
+			return err
+		})
+		switch {
+		case errors.Is(err, storage.ErrFenced), errors.Is(err, storage.ErrNotFound):
+			lost++
+			s.detach(seg)
+			s.o.Logger.Warn("lease lost; observation detached", "execution", seg.exe.ID, "epoch", seg.exe.Epoch)
+		case err != nil:
+			errs = append(errs, err)
+		case exe.State == storage.ExecutionStopping:
+			s.requestStop(seg)
+		}
+	}
+	return lost, errors.Join(errs...)
+}
+
+// detach stops observing a segment without stopping its process.
+func (s *Scheduler) detach(seg *segment) {
+	s.mu.Lock()
+	if s.segments[seg.exe.ID] == seg {
+		delete(s.segments, seg.exe.ID)
+	}
+	s.mu.Unlock()
+	seg.cancel()
+}
+
+// requestStop stops a fenced attempt's process (once); its observed end is
+// applied as the physical stop.
+func (s *Scheduler) requestStop(seg *segment) {
+	s.mu.Lock()
+	if seg.stopping || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	seg.stopping = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		err := seg.ex.Stop(s.base, seg.req, s.o.StopGrace)
+		if err != nil && s.base.Err() == nil {
+			s.o.Logger.Warn("stop failed", "execution", seg.exe.ID, "error", err)
+			return
+		}
+		if s.base.Err() != nil {
+			return
+		}
+		s.enqueue(result{executionID: seg.exe.ID, epoch: seg.exe.Epoch, kind: kindStop})
+	}()
+}
+
+// StopFenced stops the processes of observed attempts that were fenced by
+// a cancel.
+func (s *Scheduler) StopFenced(ctx context.Context) error {
+	stopping, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{Owner: s.o.Owner, States: []storage.ExecutionState{storage.ExecutionStopping}, Page: storage.Page{Limit: storage.MaxLimit}})
+	if err != nil {
+		return err
+	}
+	for _, exe := range stopping {
+		s.mu.Lock()
+		seg := s.segments[exe.ID]
+		s.mu.Unlock()
+		if seg != nil && seg.exe.Epoch == exe.Epoch {
+			s.requestStop(seg)
+		}
+	}
+	return nil
+}
+
+// RecoverExpired takes over every attempt whose lease has expired (held by
+// anyone, this daemon included) with a new epoch, and Recovers it: a
+// running one re-attaches to its segment (same Dir), a stopping one is
+// stopped. Owner liveness is decided by lease expiry alone. Attempts of a
+// held Work are left until a retry.
+func (s *Scheduler) RecoverExpired(ctx context.Context) (int, error) {
+	exes, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{
+		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping}, LeaseExpiredBy: s.now(), Page: storage.Page{Limit: storage.MaxLimit},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return s.recover(ctx, exes, true)
+}
+
+// RecoverOrphans takes over, at once, every running or stopping attempt
+// held by another owner. The daemon calls it once at start: it holds the
+// state directory's exclusive lock, so an earlier owner of the same state
+// is known to be dead and its attempts need not wait for their leases to
+// expire.
+func (s *Scheduler) RecoverOrphans(ctx context.Context) (int, error) {
+	exes, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{
+		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping}, NotOwner: s.o.Owner, Page: storage.Page{Limit: storage.MaxLimit},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return s.recover(ctx, exes, false)
+}
+
+func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expiredOnly bool) (int, error) {
+	n := 0
+	var errs []error
+	for _, old := range exes {
+		w, err := s.store.GetWork(ctx, old.Work)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if old.State == storage.ExecutionRunning && w.Held() {
+			continue
+		}
+		now := s.now()
+		var exe storage.Execution
+		err = s.store.WithTx(ctx, func(tx storage.Tx) error {
+			p := &storage.AdvanceEpochParams{
+				ID: old.ID, FromEpoch: old.Epoch, FromStates: []storage.ExecutionState{old.State}, State: old.State,
+				Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease), Now: now,
+			}
+			if expiredOnly {
+				p.ExpiredBy = now
+			}
+			var err error
+			exe, err = tx.AdvanceEpoch(ctx, p)
+			return err
+		})
+		if errors.Is(err, storage.ErrFenced) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+		s.o.Logger.Info("attempt recovered", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "from_owner", old.Owner)
+		b, berr := s.o.Bindings(ctx, BindingQuery{Scope: exe.Scope, Binding: exe.Binding, Generation: exe.Generation})
+		ex := s.o.Executors[exe.Executor]
+		if ex == nil {
+			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, "binding_unavailable", fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
+			continue
+		}
+		if exe.State == storage.ExecutionStopping {
+			s.start(exe, kindStop, executor.RunRequest{
+				ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
+				Config: b.Config, Dir: filepath.Join(s.o.ExecutionsDir, exe.ID), Deadline: exe.Deadline,
+			}, ex)
+			continue
+		}
+		if berr != nil {
+			b = Binding{Executor: exe.Executor, Generation: exe.Generation}
+		}
+		if err := s.launch(ctx, exe, w, b, ex, kindRecover, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// FireDue fires the timers due by now: a wait's timeout makes its Work
+// ready with a core.wait.timed_out input. It returns how many fired.
+func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
+	now := s.now()
+	due, err := s.store.ListDueTimers(ctx, now, storage.MaxLimit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, t := range due {
+		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			if err := tx.FireTimer(ctx, t.ID, now); err != nil {
+				return err
+			}
+			switch t.Kind {
+			case storage.TimerWaitTimeout:
+				_, err := s.rt.TimeoutWaitInTx(ctx, tx, t.Target)
+				return err
+			}
+			s.o.Logger.Warn("timer of an unknown kind fired without effect", "timer", t.ID, "kind", t.Kind)
+			return nil
+		})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, storage.ErrFenced):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}

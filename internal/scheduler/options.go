@@ -1,0 +1,189 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Limits bound what one daemon runs.
+type Limits struct {
+	// MaxRunning is how many attempts this daemon holds leases for at once
+	// (running or stopping; parked ones do not count). Default 4.
+	MaxRunning int
+	// Lease is how long a lease lasts between renewals (default 30s). The
+	// daemon renews it every Lease/3 and stops trusting it
+	// runtime.LeaseMargin before it expires.
+	Lease time.Duration
+	// AttemptTimeout bounds one segment: its deadline is set at claim and
+	// resume (default 1h). Executors stop the process when it passes.
+	AttemptTimeout time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRunning <= 0 {
+		l.MaxRunning = 4
+	}
+	if l.Lease <= 0 {
+		l.Lease = 30 * time.Second
+	}
+	if l.AttemptTimeout <= 0 {
+		l.AttemptTimeout = time.Hour
+	}
+	return l
+}
+
+// BindingQuery asks for a binding. Generation 0 means the active
+// generation; otherwise the generation an attempt is pinned to.
+type BindingQuery struct {
+	Scope      string
+	Binding    string
+	Generation int64
+}
+
+// Binding is what the scheduler needs of a binding to run it.
+type Binding struct {
+	Executor string
+	// Config is the executor config, as validated.
+	Config json.RawMessage
+	// Generation is the generation it comes from (pinned on a new
+	// execution).
+	Generation int64
+}
+
+// BindingLookup resolves a binding (the daemon adapts the configuration).
+type BindingLookup func(ctx context.Context, q BindingQuery) (Binding, error)
+
+// Endpoint is an execution's own toolbelt endpoint.
+type Endpoint struct {
+	// Socket is the path of the execution's toolbelt socket.
+	Socket string
+	// TokenFile is the host-written file holding the current token.
+	TokenFile string
+}
+
+// ToolbeltEndpoints prepares an execution's endpoint with its fresh token
+// (writes the token file, serves the socket) before Run, Recover and
+// Resume.
+type ToolbeltEndpoints func(ctx context.Context, executionID, token string) (Endpoint, error)
+
+// SecretsRequest names the attempt whose secrets are resolved.
+type SecretsRequest struct {
+	ExecutionID string
+	WorkID      string
+	ScopeID     string
+	BindingID   string
+	// Generation is the attempt's pinned generation.
+	Generation int64
+}
+
+// SecretsFunc resolves the environment of an attempt, immediately before
+// Run, Recover or Resume, outside any transaction.
+type SecretsFunc func(ctx context.Context, req SecretsRequest) (map[string]string, error)
+
+// SecretError is a safe description of a secret that could not be
+// resolved: its name and a stable code, never its reference or value.
+type SecretError struct {
+	Name string
+	Code string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("secret %s could not be resolved (%s)", e.Name, e.Code)
+}
+
+// StartGate is asked before a Work's first attempt starts (outside any
+// transaction). nil lets it start; a *HoldError holds the Work with its
+// reason; any other error holds it with start_gate_failed.
+type StartGate func(ctx context.Context, w storage.Work) error
+
+// HoldError asks the scheduler to hold a Work.
+type HoldError struct {
+	Reason string
+	Detail string
+}
+
+func (e *HoldError) Error() string { return "hold: " + e.Reason + ": " + e.Detail }
+
+// SchedulerOptions configure a Scheduler.
+type SchedulerOptions struct {
+	Store   storage.Store
+	Runtime *runtime.Runtime
+	// Clock and IDs default to the runtime's.
+	Clock clock.Clock
+	IDs   *ids.Generator
+	// Owner is this daemon instance's id; every lease it takes names it.
+	Owner  string
+	Limits Limits
+	// Executors by name.
+	Executors map[string]executor.Executor
+	Bindings  BindingLookup
+	// Toolbelt issues tokens; optional. When set, ToolbeltEndpoints is
+	// required.
+	Toolbelt          runtime.TokenIssuer
+	ToolbeltEndpoints ToolbeltEndpoints
+	// ToolbeltDir and PlaybookDir go into every RunRequest's context.
+	ToolbeltDir string
+	PlaybookDir string
+	// Secrets resolves an attempt's environment; optional.
+	Secrets SecretsFunc
+	// StartGate is asked before a Work's first attempt; optional.
+	StartGate StartGate
+	// ExecutionsDir holds one host-owned directory per execution (the
+	// RunRequest's Dir), kept across recoveries.
+	ExecutionsDir string
+	// Artifacts stores what a segment produced; optional.
+	Artifacts *storage.Artifacts
+	// StopGrace is the grace between the polite and the forced stop of a
+	// cancelled attempt (default 10s).
+	StopGrace time.Duration
+	Logger    *slog.Logger
+}
+
+func (o *SchedulerOptions) check() error {
+	var errs []error
+	if o.Store == nil {
+		errs = append(errs, errors.New("a store"))
+	}
+	if o.Runtime == nil {
+		errs = append(errs, errors.New("a runtime"))
+	}
+	if o.Owner == "" {
+		errs = append(errs, errors.New("an owner id"))
+	}
+	if o.Bindings == nil {
+		errs = append(errs, errors.New("a binding lookup"))
+	}
+	if o.ExecutionsDir == "" {
+		errs = append(errs, errors.New("an executions directory"))
+	}
+	if o.Toolbelt != nil && o.ToolbeltEndpoints == nil {
+		errs = append(errs, errors.New("ToolbeltEndpoints whenever Toolbelt is set"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scheduler: the options need %w", errors.Join(errs...))
+	}
+	if o.Clock == nil {
+		o.Clock = o.Runtime.Clock()
+	}
+	if o.IDs == nil {
+		o.IDs = o.Runtime.IDs()
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Limits = o.Limits.withDefaults()
+	return nil
+}

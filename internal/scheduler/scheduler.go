@@ -1,0 +1,496 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Segment kinds: how a segment was started.
+const (
+	kindRun     = "claim"
+	kindResume  = "resume"
+	kindRecover = "recover"
+	kindStop    = "stop"
+)
+
+// Scheduler claims ready Work, runs its segments on executors, renews the
+// leases it holds, applies what the segments report, fires timers and
+// recovers expired attempts. The daemon drives it with Tick (on a ticker and
+// whenever Notify fires) and Heartbeat; tests drive it step by step.
+type Scheduler struct {
+	o     SchedulerOptions
+	rt    *runtime.Runtime
+	store storage.Store
+
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	notify chan struct{}
+
+	mu       sync.Mutex
+	segments map[string]*segment
+	results  []result
+	closed   bool
+}
+
+// segment is one executor call the scheduler tracks.
+type segment struct {
+	exe      storage.Execution
+	kind     string
+	req      executor.RunRequest
+	ex       executor.Executor
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopping bool
+}
+
+type result struct {
+	executionID string
+	epoch       int64
+	kind        string
+	res         executor.Result
+	err         error
+}
+
+// NewScheduler checks the options and returns a Scheduler. It refuses a
+// Toolbelt without ToolbeltEndpoints.
+func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Scheduler{
+		o: o, rt: o.Runtime, store: o.Store, base: base, cancel: cancel,
+		notify: make(chan struct{}, 1), segments: map[string]*segment{},
+	}, nil
+}
+
+// Notify signals (without blocking the sender) when a segment reported
+// and Tick has something to apply.
+func (s *Scheduler) Notify() <-chan struct{} { return s.notify }
+
+// Owner is the daemon instance id the scheduler takes leases as.
+func (s *Scheduler) Owner() string { return s.o.Owner }
+
+// Close stops observing: every executor call is cancelled (executors return
+// ErrDetached and leave their processes running for a later daemon to
+// recover) and Close waits for the scheduler's goroutines. Results that
+// arrive are not applied.
+func (s *Scheduler) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Tick runs one round: apply the results segments reported, fire due
+// timers, recover expired leases, stop fenced attempts, claim ready Work.
+func (s *Scheduler) Tick(ctx context.Context) error {
+	var errs []error
+	if _, err := s.ApplyResults(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := s.FireDue(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := s.RecoverExpired(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.StopFenced(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := s.Claim(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Scheduler) now() time.Time { return s.o.Clock.Now() }
+
+// ---- claim ----
+
+// Claim claims ready, unheld Work up to MaxRunning and starts a segment
+// for each: a new execution at epoch 1, or the next epoch of the Work's
+// parked execution (resume). It returns how many it started.
+func (s *Scheduler) Claim(ctx context.Context) (int, error) {
+	leased, err := s.store.CountLeased(ctx, s.o.Owner)
+	if err != nil {
+		return 0, err
+	}
+	slots := s.o.Limits.MaxRunning - leased
+	if slots <= 0 {
+		return 0, nil
+	}
+	cands, err := s.store.ListClaimable(ctx, slots)
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	var errs []error
+	for _, w := range cands {
+		ok, err := s.claimOne(ctx, w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("claim %s: %w", w.ID, err))
+		}
+		if ok {
+			started++
+		}
+	}
+	return started, errors.Join(errs...)
+}
+
+func (s *Scheduler) hold(ctx context.Context, workID, reason, detail string) error {
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := s.rt.HoldInTx(ctx, tx, workID, reason, detail)
+		return err
+	})
+	if err == nil {
+		s.o.Logger.Warn("work held", "work", workID, "reason", reason, "detail", detail)
+	}
+	return err
+}
+
+func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) {
+	live, err := s.store.GetLiveExecution(ctx, w.ID)
+	hasLive := err == nil
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, err
+	}
+	if hasLive && live.State != storage.ExecutionParked {
+		return false, nil
+	}
+	if !hasLive && w.Attempts == 0 && s.o.StartGate != nil {
+		if gerr := s.o.StartGate(ctx, w); gerr != nil {
+			var h *HoldError
+			if errors.As(gerr, &h) {
+				return false, s.hold(ctx, w.ID, h.Reason, h.Detail)
+			}
+			return false, s.hold(ctx, w.ID, runtime.HoldStartGateFailed, "the start gate failed; retry the Work to ask it again")
+		}
+	}
+	var gen int64
+	if hasLive {
+		gen = live.Generation
+	}
+	b, err := s.o.Bindings(ctx, BindingQuery{Scope: w.Scope, Binding: w.Binding, Generation: gen})
+	if err != nil {
+		return false, s.hold(ctx, w.ID, runtime.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
+	}
+	ex := s.o.Executors[b.Executor]
+	if ex == nil {
+		return false, s.hold(ctx, w.ID, runtime.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
+	}
+	resume := hasLive && ex.Info().Has(executor.CapResume)
+
+	now := s.now()
+	var exe storage.Execution
+	err = s.store.WithTx(ctx, func(tx storage.Tx) error {
+		running := storage.WorkRunning
+		add := 0
+		if !resume {
+			add = 1
+		}
+		cur, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
+			ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
+			InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
+		})
+		if err != nil {
+			return err
+		}
+		if cur.Held() {
+			return storage.ErrFenced
+		}
+		deadline := now.Add(s.o.Limits.AttemptTimeout)
+		if resume {
+			exe, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{
+				ID: live.ID, FromEpoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked},
+				State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease),
+				Deadline: &deadline, InputWatermark: &w.InputCount, Now: now,
+			})
+			return err
+		}
+		if hasLive {
+			// The binding's executor can no longer resume the parked
+			// execution: it ends and a new attempt starts.
+			st, res, msg := storage.ExecutionFinished, storage.ResultCancelled, "superseded: the binding's executor cannot resume it"
+			if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+				ID: live.ID, Epoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked}, State: &st, Result: &res, Message: &msg, Now: now,
+			}); err != nil {
+				return err
+			}
+		}
+		exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
+			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: b.Executor,
+			Generation: b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease), Deadline: deadline,
+			InputWatermark: w.InputCount, CreatedAt: now,
+		})
+		return err
+	})
+	if errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrDuplicate) {
+		// The Work or its execution moved since it was listed.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	kind := kindRun
+	if resume {
+		kind = kindResume
+	}
+	s.o.Logger.Info("attempt claimed", "work", w.ID, "execution", exe.ID, "epoch", exe.Epoch, "kind", kind)
+	return true, s.launch(ctx, exe, w, b, ex, kind, w.InputWatermark)
+}
+
+// ---- launching segments ----
+
+// launch prepares and starts a segment: token, endpoint, secrets, then the
+// executor call on a goroutine the scheduler owns. A failure before the
+// executor is called holds the Work (see abort).
+func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64) error {
+	dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
+	}
+	req := executor.RunRequest{
+		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
+		Config: b.Config, Dir: dir, Deadline: exe.Deadline,
+		Context: executor.ExecutionContext{ToolbeltDir: s.o.ToolbeltDir, PlaybookDir: s.o.PlaybookDir},
+	}
+	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
+		token, err := s.o.Toolbelt.Issue(ctx, runtime.TokenRequest{
+			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
+			Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
+		})
+		if err != nil {
+			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
+		}
+		ep, err := s.o.ToolbeltEndpoints(ctx, exe.ID, token)
+		if err != nil {
+			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldToolbeltFailed, "toolbelt endpoint unavailable: "+err.Error())
+		}
+		req.Context.Token, req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = token, ep.Socket, ep.TokenFile
+	}
+	if s.o.Secrets != nil {
+		env, err := s.o.Secrets(ctx, SecretsRequest{ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation})
+		if err != nil {
+			detail := "a secret of binding " + exe.Binding + " could not be resolved; fix it and retry the Work"
+			var se *SecretError
+			if errors.As(err, &se) {
+				detail = fmt.Sprintf("secret %s of binding %s could not be resolved (%s); fix it and retry the Work", se.Name, exe.Binding, se.Code)
+			}
+			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldSecretUnavailable, detail)
+		}
+		req.Env = env
+	}
+	s.start(exe, kind, req, ex)
+	return nil
+}
+
+// abort undoes a claim, resume or recovery whose segment could not start,
+// and holds the Work with reason: a new execution finishes failed; a
+// resumed one goes back to parked; a recovered one keeps running
+// unobserved with its lease expired, and is recovered again after a retry.
+// Inputs the segment was to be given are given again next time.
+func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind string, prevWatermark int64, reason, detail string) error {
+	now := s.now()
+	return s.store.WithTx(ctx, func(tx storage.Tx) error {
+		fence := &storage.UpdateExecutionParams{ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: now}
+		switch kind {
+		case kindRun:
+			st, res := storage.ExecutionFinished, storage.ResultFailed
+			fence.State, fence.Result, fence.Message = &st, &res, &detail
+		case kindResume:
+			st := storage.ExecutionParked
+			fence.State = &st
+		case kindRecover:
+			fence.LeaseExpiresAt = &now
+		}
+		if _, err := tx.UpdateExecution(ctx, fence); err != nil {
+			return err
+		}
+		ready := storage.WorkReady
+		upd := &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, BlockedReason: &reason, BlockedDetail: &detail, Now: now}
+		if kind != kindRecover {
+			upd.State, upd.InputWatermark = &ready, &prevWatermark
+		}
+		_, err := tx.UpdateWork(ctx, upd)
+		if err == nil {
+			s.o.Logger.Warn("attempt not started; work held", "work", exe.Work, "execution", exe.ID, "reason", reason)
+		}
+		return err
+	})
+}
+
+// start runs the executor call on a goroutine the scheduler tracks. A
+// segment already tracked for the execution (an older epoch) is detached.
+func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRequest, ex executor.Executor) {
+	segCtx, cancel := context.WithCancel(s.base)
+	seg := &segment{exe: exe, kind: kind, req: req, ex: ex, cancel: cancel, done: make(chan struct{}), stopping: kind == kindStop}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		return
+	}
+	if old := s.segments[exe.ID]; old != nil {
+		old.cancel()
+	}
+	s.segments[exe.ID] = seg
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer close(seg.done)
+		var res executor.Result
+		var err error
+		switch kind {
+		case kindRun:
+			res, err = ex.Run(segCtx, req)
+		case kindResume:
+			res, err = ex.Resume(segCtx, req)
+		case kindRecover:
+			res, err = ex.Recover(segCtx, req)
+		case kindStop:
+			err = ex.Stop(segCtx, req, s.o.StopGrace)
+			if err == nil && segCtx.Err() != nil {
+				err = executor.ErrDetached
+			}
+		}
+		s.enqueue(result{executionID: exe.ID, epoch: exe.Epoch, kind: kind, res: res, err: err})
+	}()
+}
+
+func (s *Scheduler) enqueue(r result) {
+	s.mu.Lock()
+	if seg := s.segments[r.executionID]; seg != nil && seg.exe.Epoch == r.epoch && seg.kind == r.kind {
+		delete(s.segments, r.executionID)
+	}
+	if !s.closed {
+		s.results = append(s.results, r)
+	}
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// WaitSegment blocks until the segment the scheduler runs for the
+// execution at epoch has reported (its result is queued for the next
+// Tick), or ctx ends. It returns at once when no such segment is tracked.
+func (s *Scheduler) WaitSegment(ctx context.Context, executionID string, epoch int64) error {
+	s.mu.Lock()
+	seg := s.segments[executionID]
+	s.mu.Unlock()
+	if seg == nil || seg.exe.Epoch != epoch {
+		return nil
+	}
+	select {
+	case <-seg.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Tracked lists the executions (with their epochs) whose segments this
+// scheduler observes.
+func (s *Scheduler) Tracked() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.segments))
+	for id, seg := range s.segments {
+		out[id] = seg.exe.Epoch
+	}
+	return out
+}
+
+// ---- results ----
+
+// ApplyResults applies what segments reported since the last call and
+// returns how many it applied. A detached observation (ErrDetached) is
+// dropped: the process keeps running and is recovered when its lease
+// expires. A result refused for a superseded epoch is dropped too.
+func (s *Scheduler) ApplyResults(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	rs := s.results
+	s.results = nil
+	s.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, r := range rs {
+		err := s.applyResult(ctx, r)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, runtime.ErrStaleEpoch), errors.Is(err, runtime.ErrExecutionState):
+			s.o.Logger.Info("result of a superseded attempt dropped", "execution", r.executionID, "epoch", r.epoch, "error", err)
+		default:
+			errs = append(errs, fmt.Errorf("apply result of %s epoch %d: %w", r.executionID, r.epoch, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func (s *Scheduler) applyResult(ctx context.Context, r result) error {
+	switch {
+	case errors.Is(r.err, executor.ErrDetached):
+		return nil
+	case r.kind == kindStop:
+		if r.err != nil {
+			return fmt.Errorf("stop: %w", r.err)
+		}
+		return s.store.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, r.executionID, r.epoch, "stopped by the host")
+			return err
+		})
+	case r.kind == kindRecover && errors.Is(r.err, executor.ErrGone):
+		return s.lost(ctx, r.executionID, r.epoch)
+	case r.err != nil:
+		r.res = executor.Result{Outcome: executor.Failed, Message: safeMessage("the executor failed to observe the segment: " + r.err.Error())}
+	}
+	return s.Complete(ctx, r.executionID, r.epoch, r.res)
+}
+
+func safeMessage(m string) string {
+	const max = 512
+	if len(m) > max {
+		return m[:max] + "…"
+	}
+	return m
+}
+
+// lost records that a recovered segment left nothing behind: the
+// execution finishes lost and the Work is held with attempt_lost, since
+// nobody can tell what the segment did.
+func (s *Scheduler) lost(ctx context.Context, executionID string, epoch int64) error {
+	now := s.now()
+	return s.store.WithTx(ctx, func(tx storage.Tx) error {
+		st, res, msg := storage.ExecutionFinished, storage.ResultLost, "the segment vanished without a status"
+		exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, State: &st, Result: &res, Message: &msg, Now: now,
+		})
+		if errors.Is(err, storage.ErrFenced) {
+			return runtime.ErrStaleEpoch
+		}
+		if err != nil {
+			return err
+		}
+		ready, reason := storage.WorkReady, runtime.HoldAttemptLost
+		detail := "execution " + executionID + " vanished without a status after a restart; check what it did, then retry the Work"
+		_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, State: &ready, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
+		return err
+	})
+}
