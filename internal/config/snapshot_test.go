@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -352,5 +354,28 @@ func TestRegistryRefusesBadRegistrations(t *testing.T) {
 	}
 	if _, ok := reg.OperationOwner("slack.reply"); ok {
 		t.Error("a refused extension's operation is registered")
+	}
+}
+
+// TestDocumentedExamples: every configuration in docs/config.md is valid
+// against a registry that has what the examples name.
+func TestDocumentedExamples(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, block := range strings.Split(string(text), "```json\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if !strings.Contains(block, `"version"`) {
+			continue
+		}
+		n++
+		if _, res := Validate([]byte(block), testRegistry(t)); !res.Valid() {
+			t.Errorf("documented example %d is invalid: %v", n, res.Diagnostics)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no example found")
 	}
 }
