@@ -165,6 +165,9 @@ func (e *ListError) Error() string {
 // less what it denies. A malformed or unknown entry (operation, toolset or
 // denial) is an error, so that a typo never grants, nor fails to deny.
 func ResolveOperations(list []string, reg *Registry) ([]string, error) {
+	if reg == nil {
+		reg = NewRegistry()
+	}
 	ops, _, problems := resolveList(list, reg, unlimited)
 	if len(problems) > 0 {
 		e := &ListError{}

@@ -379,3 +379,33 @@ func TestDocumentedExamples(t *testing.T) {
 		t.Fatal("no example found")
 	}
 }
+
+func TestMatch(t *testing.T) {
+	for _, c := range []struct {
+		m        Match
+		typ, src string
+		want     bool
+	}{
+		{Match{Type: "core.manual"}, "core.manual", "x.y", true},
+		{Match{Type: "core.manual"}, "core.manual.retry", "x.y", false},
+		{Match{Type: "github.*"}, "github.pr.opened", "github.webhook", true},
+		{Match{Type: "github.*"}, "github", "github.webhook", false},
+		{Match{Type: "github.*"}, "githubx.pr", "github.webhook", false},
+		{Match{Type: "github.pr.*"}, "github.pr.opened", "s.s", true},
+		{Match{Type: "core.manual", Source: "core.manual"}, "core.manual", "core.action", false},
+		{Match{Type: "core.manual", Source: "core.manual"}, "core.manual", "core.manual", true},
+	} {
+		if got := c.m.Matches(c.typ, c.src); got != c.want {
+			t.Errorf("%+v.Matches(%s, %s) = %v", c.m, c.typ, c.src, got)
+		}
+	}
+}
+
+func TestNilRegistryIsTheBuiltins(t *testing.T) {
+	if _, res := Validate([]byte(`{"version": 1, "scopes": {"a": {"authorization": {"operations": ["emit", "github.x"]}}}}`), nil); len(res.Diagnostics) != 1 {
+		t.Fatalf("%v", res.Diagnostics)
+	}
+	if ops, err := ResolveOperations([]string{"emit"}, nil); err != nil || !slices.Equal(ops, []string{"emit"}) {
+		t.Fatalf("%v %v", ops, err)
+	}
+}

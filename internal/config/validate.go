@@ -18,8 +18,11 @@ import (
 // extensions, and operation lists against their ceilings. It returns every
 // diagnostic together, in a deterministic order, and for a valid
 // configuration its Snapshot and warnings. The snapshot is nil when the
-// result is not valid.
+// result is not valid. A nil reg is a registry of the builtins alone.
 func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
+	if reg == nil {
+		reg = NewRegistry()
+	}
 	var is issues
 	d := parseDocument(data, &is)
 	if d.root == nil || d.stop {
