@@ -148,7 +148,7 @@ func cutPrefixPattern(t string) (string, bool) {
 // defaults applied, or an *Error holding every diagnostic. It checks nothing
 // that needs a registry; Validate does.
 func Parse(r io.Reader) (*Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	data, err := readLimited(r)
 	if err != nil {
 		return nil, fmt.Errorf("config: reading: %w", err)
 	}
@@ -174,9 +174,10 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
+	return readLimited(f)
+}
+
+// readLimited reads at most one byte more than MaxSize.
+func readLimited(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, MaxSize+1))
 }

@@ -190,6 +190,12 @@ func compareSteps(a, b []step) int {
 	return cmp.Compare(len(a), len(b))
 }
 
+// RFC 6901 escaping of one token of a pointer, and its reverse.
+var (
+	escapeToken   = strings.NewReplacer("~", "~0", "/", "~1")
+	unescapeToken = strings.NewReplacer("~1", "/", "~0", "~")
+)
+
 // pointer renders steps as an RFC 6901 JSON pointer.
 func pointer(steps []step) string {
 	var b strings.Builder
@@ -199,7 +205,7 @@ func pointer(steps []step) string {
 			b.WriteString(strconv.Itoa(s.idx))
 			continue
 		}
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.key))
+		b.WriteString(escapeToken.Replace(s.key))
 	}
 	return b.String()
 }

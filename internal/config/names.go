@@ -1,75 +1,38 @@
 package config
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/open-conduit/open-conduit/extension"
 )
 
+// The naming rules of the format, each in one place.
+var (
+	// An id of a scope, binding, grant or route.
+	idRule = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	// A secret or playbook name: like an id, and '_' too, since such names
+	// often mirror variable names.
+	nameRule = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	// An environment variable a binding may set.
+	envNameRule = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
+	// An unknown member that looks like a field name, safe to show.
+	fieldRule = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	// A member name inside an executor's free-form config, safe to show.
+	freeKeyRule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+)
+
 // maxIDLen is the longest id: a letter and up to 62 more characters.
 const maxIDLen = 63
 
-// validID reports whether s is a stable id of a scope, binding, grant, route
-// or secret: a lower-case letter followed by up to 62 lower-case letters,
-// digits or '-'.
-func validID(s string) bool {
-	if s == "" || len(s) > maxIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validSecretName reports whether s names a secret: like an id, but '_' is
-// allowed too, since secret names often mirror variable names.
-func validSecretName(s string) bool {
-	if s == "" || len(s) > maxIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '_'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validExtensionName reports whether s is a registration name.
+func validID(s string) bool           { return idRule.MatchString(s) }
+func validSecretName(s string) bool   { return nameRule.MatchString(s) }
+func validPlaybookName(s string) bool { return nameRule.MatchString(s) }
+func validEnvName(s string) bool      { return envNameRule.MatchString(s) }
+func fieldShaped(s string) bool       { return fieldRule.MatchString(s) }
+func freeKeyShaped(s string) bool     { return freeKeyRule.MatchString(s) }
 func validExtensionName(s string) bool {
 	return len(s) <= maxIDLen && extension.RegistrationName(s) == nil
-}
-
-// maxEnvNameLen bounds an environment variable name.
-const maxEnvNameLen = 128
-
-// validEnvName reports whether s has the shape of an environment variable
-// name a binding may set: [A-Z_][A-Z0-9_]*.
-func validEnvName(s string) bool {
-	if s == "" || len(s) > maxEnvNameLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z' || c == '_':
-		case i > 0 && c >= '0' && c <= '9':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Reserved environment names: the host sets them for every execution, so a
@@ -106,9 +69,7 @@ func validToolsetName(s string) bool {
 // validEventType reports whether s is a namespaced event type or source:
 // at least two dot-separated segments of lower-case letters, digits, '-'
 // and '_', each starting with a letter.
-func validEventType(s string) bool {
-	return validToolsetName(s)
-}
+func validEventType(s string) bool { return validToolsetName(s) }
 
 // validMatchType reports whether s is a route's type pattern: an exact
 // event type (a.b) or a prefix (a.*, a.b.*).
@@ -117,45 +78,4 @@ func validMatchType(s string) bool {
 		return validOperationName(prefix)
 	}
 	return validEventType(s)
-}
-
-// validPlaybookName reports whether s names a playbook (a skill directory):
-// the same rule as a secret name.
-func validPlaybookName(s string) bool { return validSecretName(s) }
-
-// fieldShaped reports whether an unknown member name looks like a field
-// name, and so is safe to show in a pointer: [a-z][a-z0-9_]{0,63}.
-func fieldShaped(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// freeKeyShaped reports whether a member name inside a free-form value (an
-// executor's config) is safe to show in a pointer:
-// [A-Za-z_][A-Za-z0-9_-]{0,63}.
-func freeKeyShaped(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_':
-		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,11 +19,8 @@ const (
 
 // Limits on a reference's parts.
 const (
-	maxKeyringService = 128
-	maxKeyringUser    = 256
-	maxFileKey        = 128
-	maxEnvRef         = 128
-	maxCommand        = 8192
+	maxKeyringUser = 256
+	maxCommand     = 8192
 )
 
 // SecretRef is a parsed secret reference. Its text is kept out of every
@@ -94,75 +92,45 @@ func (r SecretRef) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + r.String() + `"`), nil
 }
 
+// The syntax of each scheme's rest.
+var (
+	keyringServiceRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	fileKeyRule        = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	envRefRule         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
 func checkKeyringRef(body string) string {
 	const syntax = "a keyring reference is keyring:<service>/<user>: the service 1 to 128 letters, digits, '.', '_' or '-' starting with a letter or digit, the user 1 to 256 printable characters"
 	service, user, ok := strings.Cut(body, "/")
-	if !ok || service == "" || len(service) > maxKeyringService || user == "" || len(user) > maxKeyringUser {
+	if !ok || !keyringServiceRule.MatchString(service) || user == "" || len(user) > maxKeyringUser ||
+		!utf8.ValidString(user) || strings.TrimSpace(user) != user || hasControl(user, "") {
 		return syntax
-	}
-	for i := 0; i < len(service); i++ {
-		c := service[i]
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return syntax
-		}
-	}
-	if !utf8.ValidString(user) || strings.TrimSpace(user) != user {
-		return syntax
-	}
-	for _, r := range user {
-		if r < 0x20 || r == 0x7f {
-			return syntax
-		}
 	}
 	return ""
 }
 
-func validFileKey(s string) bool {
-	if s == "" || len(s) > maxFileKey {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_':
-		case i > 0 && (c == '.' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validFileKey(s string) bool { return fileKeyRule.MatchString(s) }
+func validEnvRef(s string) bool  { return envRefRule.MatchString(s) }
 
-func validEnvRef(s string) bool {
-	if s == "" || len(s) > maxEnvRef {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_':
-		case i > 0 && c >= '0' && c <= '9':
-		default:
-			return false
+// hasControl reports whether s holds a control character other than those
+// in allowed.
+func hasControl(s, allowed string) bool {
+	for _, r := range s {
+		if (r < 0x20 || r == 0x7f) && !strings.ContainsRune(allowed, r) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func checkCommand(body string) string {
-	if strings.TrimSpace(body) == "" || len(body) > maxCommand {
+	switch {
+	case strings.TrimSpace(body) == "" || len(body) > maxCommand:
 		return "a cmd reference is cmd:<command>, a shell command of 1 to 8192 bytes"
-	}
-	if !utf8.ValidString(body) {
+	case !utf8.ValidString(body):
 		return "a cmd reference's command must be valid UTF-8"
-	}
-	for _, r := range body {
-		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
-			return "a cmd reference's command may not contain control characters other than tab and newline"
-		}
+	case hasControl(body, "\t\n\r"):
+		return "a cmd reference's command may not contain control characters other than tab and newline"
 	}
 	return ""
 }

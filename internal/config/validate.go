@@ -234,9 +234,6 @@ func (v *validator) checkBindings(sc *docScope) {
 		base := scopePath(sc.id, keyStep("bindings"), keyStep(bid))
 		eb := &EffectiveBinding{ID: bid, Executor: b.executor, Playbook: b.playbook,
 			Secrets: map[string]string{}, Grants: map[string][]string{}}
-		pb := b.binding()
-		eb.Config = pb.Config
-		eb.Requires = pb.Requires
 		if b.executor != "" {
 			info, ok := v.reg.executors[b.executor]
 			if !ok {
@@ -324,7 +321,7 @@ func pointerSteps(ptr string, n *node) []step {
 	}
 	var out []step
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = unescapeToken.Replace(tok)
 		if n != nil && n.kind == kindArray {
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || strconv.Itoa(i) != tok {
@@ -427,8 +424,10 @@ func (v *validator) snapshot() (*Snapshot, error) {
 			es.Operations = orEmpty(slices.Clone(v.ceilings[id].ops))
 			es.Reads = orEmpty(slices.Clone(v.reads[id]))
 			es.Bindings = map[string]*EffectiveBinding{}
-			for _, bid := range sortedKeys(sc.bindings) {
-				es.Bindings[bid] = v.bindings[[2]string{id, bid}]
+			for bid, written := range s.config.Scopes[id].Bindings {
+				eb := v.bindings[[2]string{id, bid}]
+				eb.Config, eb.Requires = written.Config, written.Requires
+				es.Bindings[bid] = eb
 			}
 			es.Routes = slices.Clone(s.config.Scopes[id].Routes)
 		}

@@ -2,8 +2,11 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -577,5 +580,36 @@ func TestExecutorConfigProblems(t *testing.T) {
 		if d.Remedy == "" {
 			t.Errorf("%v: empty remedy", d)
 		}
+	}
+}
+
+// TestParse: parsing alone, from a reader, with defaults applied and no
+// registry; a refusal is an *Error with every diagnostic.
+func TestParse(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(baseConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := cfg.Scopes["ops"]
+	if cfg.Version != 1 || cfg.Limits != DefaultLimits() || !ops.Enabled || ops.Routes[1].Effect != EffectStart ||
+		!slices.Equal(ops.Bindings["agent"].Operations, []string{"emit", "declare_outcome", "@github.author"}) ||
+		cfg.Secrets["gh"].Scheme() != SchemeEnv || cfg.Extensions["introspection"].Scopes[0] != "ops" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	// Parse needs no registry: an unknown executor is Validate's to refuse.
+	if _, err := Parse(strings.NewReader(`{"version": 1, "scopes": {"a": {"bindings": {"b": {"executor": "docker"}}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse(strings.NewReader(`{"version": 1, "colour": 1, "limits": null}` + strings.Repeat(" ", 10)))
+	var ce *Error
+	if !errors.As(err, &ce) || len(ce.Diagnostics) != 2 || !strings.Contains(err.Error(), "2 problems") {
+		t.Fatalf("%v", err)
+	}
+	_, err = Parse(io.MultiReader(strings.NewReader(`{"version": 1}`), strings.NewReader(strings.Repeat(" ", MaxSize))))
+	if !errors.As(err, &ce) || ce.Diagnostics[0].Code != CodeTooLarge {
+		t.Fatalf("%v", err)
+	}
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Fatal("read a missing file")
 	}
 }
