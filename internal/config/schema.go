@@ -43,12 +43,10 @@ type doc struct {
 }
 
 type docSecret struct {
-	ref SecretRef
-	ok  bool
+	ref SecretRef // zero when the reference is wrong (already reported)
 }
 
 type docExtension struct {
-	name      string
 	enabled   bool
 	scopes    []item
 	scopesSet bool
@@ -355,7 +353,7 @@ func (s *schema) readSecrets(n *node, out map[string]*docSecret) bool {
 			s.add(m.value.path(), CodeInvalidSecretReference, err.(*SecretError).Message)
 			continue
 		}
-		sec.ref, sec.ok = ref, true
+		sec.ref = ref
 	}
 	return true
 }
@@ -369,7 +367,7 @@ func (s *schema) readExtensions(n *node, out map[string]*docExtension) {
 			s.add(n.child(m.name), CodeInvalidValue, "an extension is named by its registration name: a lower-case letter followed by lower-case letters, digits, '-' or '_'")
 			continue
 		}
-		e := &docExtension{name: m.name, enabled: true}
+		e := &docExtension{enabled: true}
 		out[m.name] = e
 		if !s.object(m.value, `an object such as {"enabled": true, "scopes": ["ops"]}`) {
 			continue
