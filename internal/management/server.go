@@ -61,7 +61,7 @@ type Response struct {
 	// ETag, on a GET, is the response's entity tag (see Tagged); a request
 	// whose If-None-Match matches it is answered 304 without a body.
 	ETag string
-	// Body is encoded as JSON; nil with Status 204 sends no body.
+	// Body is encoded as JSON; nil sends no body.
 	Body any
 }
 
@@ -332,7 +332,7 @@ func (s *Server) render(r *http.Request, out any) (rendered, error) {
 				return res, nil
 			}
 		}
-		if v.Body == nil && res.status == http.StatusNoContent {
+		if v.Body == nil {
 			return res, nil
 		}
 		out = v.Body
