@@ -100,6 +100,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Routes are served in addition to the built-in ones.
 	Routes []Route
+	// Authenticated, if set, derives every authenticated request's
+	// context, after the principal is on it. The daemon bridges the
+	// principal to the runtime's actor here:
+	//
+	//	func(ctx context.Context, p Principal) context.Context {
+	//		return runtime.WithActor(ctx, p.Actor())
+	//	}
+	Authenticated func(ctx context.Context, p Principal) context.Context
 }
 
 // Server is the management API's HTTP handler and server.
@@ -211,7 +219,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	r = r.WithContext(WithPrincipal(r.Context(), p))
+	ctx := WithPrincipal(r.Context(), p)
+	if s.opts.Authenticated != nil {
+		ctx = s.opts.Authenticated(ctx, p)
+	}
+	r = r.WithContext(ctx)
 	escaped := r.URL.EscapedPath()
 	if escaped == "" || path.Clean(escaped) != escaped {
 		// ServeMux would redirect to the cleaned path; a client that

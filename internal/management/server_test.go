@@ -590,3 +590,37 @@ func TestBackendTextNeverReachesTheCaller(t *testing.T) {
 		t.Fatal("the token reached the log")
 	}
 }
+
+type actorKey struct{}
+
+// TestPrincipalOnContext: the handler sees the principal, and what the
+// Authenticated hook derives from it (the daemon's bridge to the
+// runtime's actor).
+func TestPrincipalOnContext(t *testing.T) {
+	seen := make(chan [2]string, 2)
+	route := management.Route{Method: "GET", Pattern: "/v1/test/whoami", Role: management.RoleView, Handler: func(r *http.Request) (any, error) {
+		p, ok := management.PrincipalFrom(r.Context())
+		actor, _ := r.Context().Value(actorKey{}).(string)
+		if !ok {
+			return nil, errors.New("no principal")
+		}
+		seen <- [2]string{p.Actor(), actor}
+		return map[string]string{"actor": p.Actor()}, nil
+	}}
+	h := mgmttest.Start(t, mgmttest.Options{
+		Routes: []management.Route{route},
+		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
+			return context.WithValue(ctx, actorKey{}, "bridged "+p.Actor())
+		},
+	})
+	alice, _ := h.AddOperator(t, "alice", management.RoleView)
+	for tokFile, want := range map[string]string{h.TokenFile: "operator:local", alice: "operator:alice"} {
+		if _, err := h.ClientFor(tokFile).Do(context.Background(), "GET", "/v1/test/whoami", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := <-seen
+		if got[0] != want || got[1] != "bridged "+want {
+			t.Fatalf("principal %q, hook %q; want %q", got[0], got[1], want)
+		}
+	}
+}

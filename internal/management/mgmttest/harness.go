@@ -41,6 +41,7 @@ type Options struct {
 	Version         string
 	Logger          *slog.Logger
 	Routes          []management.Route
+	Authenticated   func(context.Context, management.Principal) context.Context
 }
 
 // Harness is a running test server.
@@ -113,6 +114,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		Version:         opts.Version,
 		Logger:          opts.Logger,
 		Routes:          opts.Routes,
+		Authenticated:   opts.Authenticated,
 	})
 	if err != nil {
 		lock.Close()
