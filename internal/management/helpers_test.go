@@ -130,6 +130,7 @@ func (f *fixture) routes() []management.Route {
 		{Method: "POST", Pattern: "/v1/test/echo", Role: management.RoleOperate, Handler: f.echo},
 		{Method: "POST", Pattern: "/v1/test/flaky", Role: management.RoleOperate, Idempotent: true, Handler: f.flaky},
 		{Method: "GET", Pattern: "/v1/test/broken", Role: management.RoleView, Handler: f.broken},
+		{Method: "GET", Pattern: "/v1/test/panic", Role: management.RoleView, Handler: func(*http.Request) (any, error) { panic("bad handler") }},
 	}
 }
 

@@ -214,6 +214,7 @@ func (s *Server) now() time.Time { return s.opts.Clock.Now() }
 // Authentication comes first, so an unauthenticated caller learns nothing
 // about which paths exist.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.recoverPanic(w, r)
 	p, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -244,6 +245,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// recoverPanic turns a handler's panic into a logged 500 internal, so
+// one bad request never takes the connection down without an answer.
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.writeError(w, r, fmt.Errorf("management: handler panicked: %v", v))
 }
 
 // statusProbe records what ServeMux's own not-found and

@@ -576,14 +576,14 @@ func TestBackendTextNeverReachesTheCaller(t *testing.T) {
 		}),
 	})
 	tok := h.OwnerToken(t)
-	for _, path := range []string{"/v1/test/broken", "/v1/health"} {
+	for _, path := range []string{"/v1/test/broken", "/v1/health", "/v1/test/panic"} {
 		got := do(t, h, req{method: "GET", path: path, token: tok})
 		expect(t, got, 500, "internal")
 		if bytes.Contains(got.body, []byte("hunter2")) || bytes.Contains(got.body, []byte("s3cr3t")) || bytes.Contains(got.body, []byte("sqlite")) {
 			t.Fatalf("backend text in the response: %s", got.body)
 		}
 	}
-	if !strings.Contains(logs.String(), "disk I/O error") {
+	if !strings.Contains(logs.String(), "disk I/O error") || !strings.Contains(logs.String(), "bad handler") {
 		t.Fatalf("the failure was not logged: %s", logs.String())
 	}
 	if strings.Contains(logs.String(), tok) {
