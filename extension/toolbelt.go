@@ -27,6 +27,9 @@ type Assertions struct {
 	ScopeID     string
 	WorkID      string
 	ExecutionID string
+	// SocketExecution is the execution whose socket the request came in
+	// on: the socket asserts it on every request, as ExecutionID would.
+	SocketExecution string
 }
 
 // CallRequest is one toolbelt call.

@@ -499,6 +499,8 @@ func checkAssertions(t storage.Token, a extension.Assertions) error {
 		return forbid("the request asserts Work %s; token %s is pinned to Work %s", a.WorkID, t.ID, t.Work)
 	case a.ExecutionID != "" && a.ExecutionID != t.Execution:
 		return forbid("the request asserts execution %s; token %s belongs to execution %s", a.ExecutionID, t.ID, t.Execution)
+	case a.SocketExecution != "" && a.SocketExecution != t.Execution:
+		return forbid("the request came in on execution %s's socket; token %s belongs to execution %s", a.SocketExecution, t.ID, t.Execution)
 	}
 	return nil
 }
@@ -520,4 +522,16 @@ func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Toke
 		return exe, w, forbid("execution %s no longer runs Work %s in scope %s", exe.ID, t.Work, t.Scope)
 	}
 	return exe, w, nil
+}
+
+var _ TokenIssuer = (*Toolbelt)(nil)
+
+// Issue implements TokenIssuer for the scheduler: it issues the token of
+// the request's epoch and returns its plaintext (see IssueToken).
+func (tb *Toolbelt) Issue(ctx context.Context, req TokenRequest) (string, error) {
+	t, err := tb.IssueToken(ctx, IssueRequest{
+		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
+		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
+	})
+	return t.Token, err
 }
