@@ -62,8 +62,15 @@ func (tk *tokens) snapshot() ([]runtime.TokenRequest, []string) {
 	return append([]runtime.TokenRequest(nil), tk.calls...), append([]string(nil), tk.eps...)
 }
 
+// tb is what the harness needs of a test (a *testing.T or a *rapid.T).
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 type harness struct {
-	t       *testing.T
+	t       tb
 	path    string
 	dir     string
 	clock   *clock.Fake
@@ -85,7 +92,14 @@ type harness struct {
 
 func newHarness(t *testing.T, mod func(*scheduler.SchedulerOptions)) *harness {
 	t.Helper()
-	dir := t.TempDir()
+	h := buildHarness(t, t.TempDir(), mod, nil)
+	t.Cleanup(h.close)
+	return h
+}
+
+// buildHarness opens a harness in dir; wrap, when set, wraps the store.
+func buildHarness(t tb, dir string, mod func(*scheduler.SchedulerOptions), wrap func(storage.Store) storage.Store) *harness {
+	t.Helper()
 	c := clock.NewFake(t0)
 	h := &harness{
 		t: t, dir: dir, path: filepath.Join(dir, "state.db"), clock: c,
@@ -93,10 +107,9 @@ func newHarness(t *testing.T, mod func(*scheduler.SchedulerOptions)) *harness {
 		plain:   schedulertest.New(executor.Info{Name: "plain", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt}}),
 		resumer: schedulertest.New(executor.Info{Name: "resumer", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt, executor.CapResume}}),
 		silent:  schedulertest.New(executor.Info{Name: "silent", Transport: executor.TransportNone}),
-		routes:  runtime.RouteTable{}, tokens: &tokens{}, mod: mod, owner: "daemon-1",
+		routes:  runtime.RouteTable{}, tokens: &tokens{}, mod: mod, wrap: wrap, owner: "daemon-1",
 	}
 	h.open()
-	t.Cleanup(h.close)
 	return h
 }
 

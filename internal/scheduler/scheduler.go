@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -405,15 +406,26 @@ func (s *Scheduler) WaitSegment(ctx context.Context, executionID string, epoch i
 	}
 }
 
-// Tracked lists the executions (with their epochs) whose segments this
-// scheduler observes.
-func (s *Scheduler) Tracked() map[string]int64 {
+// TrackedSegment is an executor call the scheduler observes.
+type TrackedSegment struct {
+	ExecutionID string
+	Epoch       int64
+	// Kind is claim, resume, recover, or stop (an adopted stopping
+	// attempt).
+	Kind string
+	// Stopping: the scheduler asked the executor to stop it.
+	Stopping bool
+}
+
+// Tracked lists the executor calls this scheduler observes.
+func (s *Scheduler) Tracked() []TrackedSegment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int64, len(s.segments))
+	out := make([]TrackedSegment, 0, len(s.segments))
 	for id, seg := range s.segments {
-		out[id] = seg.exe.Epoch
+		out = append(out, TrackedSegment{ExecutionID: id, Epoch: seg.exe.Epoch, Kind: seg.kind, Stopping: seg.stopping})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ExecutionID < out[j].ExecutionID })
 	return out
 }
 

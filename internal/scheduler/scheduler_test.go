@@ -192,8 +192,8 @@ func TestHeartbeatRenewsAndStopsTrustingLateLeases(t *testing.T) {
 		t.Fatalf("late heartbeat: %d lost, %v", lost, err)
 	}
 	h.settle(seg)
-	if len(h.s.Tracked()) != 0 {
-		t.Fatalf("still observing %v", h.s.Tracked())
+	if tr := h.s.Tracked(); len(tr) != 0 {
+		t.Fatalf("still observing %v", tr)
 	}
 	h.clock.Advance(runtime.DefaultLeaseMargin)
 	h.tick()

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -24,7 +25,11 @@ type Segment struct {
 	Req  executor.RunRequest
 	end  chan outcome
 	once sync.Once
+	done atomic.Bool
 }
+
+// Done reports whether the segment was finished (or its call detached).
+func (s *Segment) Done() bool { return s.done.Load() }
 
 type outcome struct {
 	res executor.Result
@@ -38,12 +43,16 @@ func (s *Segment) Finish(res executor.Result) { s.end1(outcome{res: res}) }
 func (s *Segment) Fail(err error) { s.end1(outcome{err: err}) }
 
 func (s *Segment) end1(o outcome) {
-	s.once.Do(func() { s.end <- o })
+	s.once.Do(func() {
+		s.done.Store(true)
+		s.end <- o
+	})
 }
 
 // Executor is the scripted executor.
 type Executor struct {
 	info    executor.Info
+	pulled  map[segKey]*Segment
 	mu      sync.Mutex
 	live    map[string]*Segment // by execution id
 	started chan *Segment
@@ -55,7 +64,7 @@ type Executor struct {
 
 // New returns a scripted executor with the given description.
 func New(info executor.Info) *Executor {
-	return &Executor{info: info, live: map[string]*Segment{}, started: make(chan *Segment, 1024), gone: map[string]bool{}}
+	return &Executor{info: info, pulled: map[segKey]*Segment{}, live: map[string]*Segment{}, started: make(chan *Segment, 1024), gone: map[string]bool{}}
 }
 
 // Info describes the executor.
@@ -77,6 +86,12 @@ func (e *Executor) call(ctx context.Context, kind string, req executor.RunReques
 		e.mu.Unlock()
 		return o.res, o.err
 	case <-ctx.Done():
+		seg.done.Store(true)
+		e.mu.Lock()
+		if e.live[req.ExecutionID] == seg {
+			delete(e.live, req.ExecutionID)
+		}
+		e.mu.Unlock()
 		return executor.Result{}, executor.ErrDetached
 	}
 }
@@ -136,6 +151,41 @@ func (e *Executor) Next(t testing) *Segment {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("schedulertest: no segment started")
 		return nil
+	}
+}
+
+type segKey struct {
+	exe   string
+	epoch int64
+}
+
+// Await returns the segment started for the execution at epoch, waiting
+// for it to start (with a generous failure guard). Segments started
+// meanwhile for others are kept for their own Await.
+func (e *Executor) Await(t testing, executionID string, epoch int64) *Segment {
+	t.Helper()
+	k := segKey{executionID, epoch}
+	e.mu.Lock()
+	if s, ok := e.pulled[k]; ok {
+		e.mu.Unlock()
+		return s
+	}
+	e.mu.Unlock()
+	guard := time.After(10 * time.Second)
+	for {
+		select {
+		case s := <-e.started:
+			sk := segKey{s.Req.ExecutionID, s.Req.Epoch}
+			e.mu.Lock()
+			e.pulled[sk] = s
+			e.mu.Unlock()
+			if sk == k {
+				return s
+			}
+		case <-guard:
+			t.Fatalf("schedulertest: %s@%d did not start", executionID, epoch)
+			return nil
+		}
 	}
 }
 

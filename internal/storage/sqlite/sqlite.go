@@ -60,6 +60,8 @@ type Store struct {
 	queries
 	writer  *sql.DB
 	readers *sql.DB
+	wstmts  *stmtCache
+	rstmts  *stmtCache
 	mu      sync.Mutex
 	closed  bool
 }
@@ -129,8 +131,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(opts.Readers)
 	readers.SetMaxIdleConns(opts.Readers)
-	s := &Store{writer: writer, readers: readers}
-	s.queries = queries{q: readers}
+	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers)}
+	s.queries = queries{q: poolQuerier{c: s.rstmts}}
 	return s, nil
 }
 
@@ -152,8 +154,11 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err e
 		if !done {
 			_ = sqlTx.Rollback()
 		}
+		// The writer's connection is free again: prepare what the
+		// transaction ran unprepared.
+		s.wstmts.flush(context.WithoutCancel(ctx))
 	}()
-	if err := fn(&tx{queries: queries{q: sqlTx}}); err != nil {
+	if err := fn(&tx{queries: queries{q: txQuerier{tx: sqlTx, c: s.wstmts}}}); err != nil {
 		done = true
 		if rerr := sqlTx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rerr))
@@ -175,6 +180,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.rstmts.close()
+	s.wstmts.close()
 	return errors.Join(s.readers.Close(), s.writer.Close())
 }
 
