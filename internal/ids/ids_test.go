@@ -1,0 +1,51 @@
+package ids
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+)
+
+func TestNewIsPrefixedAndIncreasing(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	g := NewGenerator(c, bytes.NewReader(bytes.Repeat([]byte{7}, 4096)))
+	prev := ""
+	for i := 0; i < 50; i++ {
+		id := g.New(Work)
+		if !HasPrefix(id, Work) {
+			t.Fatalf("id %q lacks the %s_ prefix", id, Work)
+		}
+		if id != strings.ToLower(id) {
+			t.Fatalf("id %q is not lower case", id)
+		}
+		if id <= prev {
+			t.Fatalf("id %q does not sort after %q within one millisecond", id, prev)
+		}
+		prev = id
+	}
+	c.Advance(time.Millisecond)
+	if next := g.New(Work); next <= prev {
+		t.Fatalf("id %q after the clock moved does not sort after %q", next, prev)
+	}
+}
+
+func TestDeriveIsStableAndUnambiguous(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := Derive(Work, at, "exe_1", "req-1")
+	if b := Derive(Work, at, "exe_1", "req-1"); a != b {
+		t.Fatalf("Derive is not stable: %q then %q", a, b)
+	}
+	// Joining must not be ambiguous: ("ab","c") and ("a","bc") differ.
+	if Derive(Work, at, "ab", "c") == Derive(Work, at, "a", "bc") {
+		t.Fatal("Derive joins its parts ambiguously")
+	}
+	if Derive(Work, at, "exe_1", "req-2") == a {
+		t.Fatal("Derive gives two requests the same id")
+	}
+	if !HasPrefix(a, Work) || HasPrefix(a, Event) {
+		t.Fatalf("Derive prefix wrong: %q", a)
+	}
+}
