@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,9 @@ type Resolver struct {
 	LookupEnv func(string) (string, bool)
 	// CommandTimeout bounds a cmd: reference; zero means 10 s.
 	CommandTimeout time.Duration
+	// After starts the cmd: deadline; nil means a real timer. Tests inject
+	// a channel they fire themselves, so no test waits out a deadline.
+	After func(time.Duration) <-chan time.Time
 	// Shell runs cmd: references with -c; empty means /bin/sh.
 	Shell string
 }
@@ -221,6 +225,16 @@ func (r *Resolver) commandTimeout() time.Duration {
 	return r.CommandTimeout
 }
 
+// deadline starts the cmd: deadline and returns its channel and a stop
+// function.
+func (r *Resolver) deadline(d time.Duration) (<-chan time.Time, func()) {
+	if r.After != nil {
+		return r.After(d), func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
 func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 	timeout := r.commandTimeout()
 	shell := r.Shell
@@ -256,21 +270,25 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	deadline, stopTimer := r.deadline(timeout)
+	defer stopTimer()
+	var timedOut atomic.Bool
 	stopped := make(chan struct{})
 	watcherDone := make(chan struct{})
 	go func() {
 		defer close(watcherDone)
 		select {
-		case <-dctx.Done():
-			// The whole group: a shell that ignores SIGTERM, and anything
-			// it started, ends here. Closing our end of the pipe also frees
-			// the read from a process that left the group but kept it.
-			killGroup()
-			_ = out.Close()
+		case <-deadline:
+			timedOut.Store(true)
+		case <-ctx.Done():
 		case <-stopped:
+			return
 		}
+		// The whole group: a shell that ignores SIGTERM, and anything it
+		// started, ends here. Closing our end of the pipe also frees the
+		// read from a process that left the group but kept it.
+		killGroup()
+		_ = out.Close()
 	}()
 
 	var buf bytes.Buffer
@@ -288,7 +306,7 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 	switch {
 	case ctx.Err() != nil:
 		return "", &SecretError{Code: SecretCancelled, Message: "secret resolution was cancelled while the cmd reference's command ran; its process group was killed", cause: ctx.Err()}
-	case dctx.Err() != nil:
+	case timedOut.Load():
 		return "", secretErr(SecretTimeout, fmt.Sprintf("the cmd reference's command did not finish within %s and its process group was killed: make it finish sooner", timeout))
 	case tooLarge:
 		return "", secretErr(SecretTooLarge, "the cmd reference's command printed more than 64 KiB: print only the secret")

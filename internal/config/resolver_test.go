@@ -354,11 +354,39 @@ func TestResolveCommandTimeoutKillsTheGroup(t *testing.T) {
 		t.Skipf("cannot become a subreaper: %v", err)
 	}
 	state := t.TempDir()
-	// A short deadline, injected; the default is checked below.
-	r := &Resolver{StateDir: state, CommandTimeout: 2 * time.Second}
-	_, err := r.Resolve(context.Background(), "cmd:trap '' TERM; sleep 300 & echo $! > child.pid; wait; printf never")
+	fifo := filepath.Join(state, "ready")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline is a channel the test fires once the command runs; the
+	// default is checked below.
+	fire := make(chan time.Time, 1)
+	var asked time.Duration
+	r := &Resolver{StateDir: state, After: func(d time.Duration) <-chan time.Time { asked = d; return fire }}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Resolve(context.Background(), "cmd:trap '' TERM; sleep 300 & echo $! > child.pid; echo up > ready; wait; printf never")
+		done <- err
+	}()
+	f, err := os.Open(fifo) // blocks until the command opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(f).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fire <- time.Now()
+	select {
+	case err = <-done:
+	case <-time.After(guard):
+		t.Fatal("Resolve did not return when its deadline fired")
+	}
 	if codeOf(err) != SecretTimeout {
 		t.Fatalf("got %v, want %s", err, SecretTimeout)
+	}
+	if asked != DefaultCommandTimeout {
+		t.Fatalf("the deadline asked for was %v, want %v", asked, DefaultCommandTimeout)
 	}
 	raw, rerr := os.ReadFile(filepath.Join(state, "child.pid"))
 	if rerr != nil {
