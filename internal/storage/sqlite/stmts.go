@@ -33,18 +33,23 @@ func (c *stmtCache) lookup(query string) *sql.Stmt {
 
 // prepare prepares query on the pool now. Only call it when a connection
 // is free (always for the readers; for the writer outside a transaction).
+// The lock is not held while preparing, which may wait for a connection.
 func (c *stmtCache) prepare(ctx context.Context, query string) *sql.Stmt {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := c.m[query]; st != nil {
+	st, full := c.m[query], len(c.m) >= maxCachedStmts
+	c.mu.Unlock()
+	if st != nil || full {
 		return st
-	}
-	if len(c.m) >= maxCachedStmts {
-		return nil
 	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other := c.m[query]; other != nil {
+		st.Close()
+		return other
 	}
 	c.m[query] = st
 	return st
