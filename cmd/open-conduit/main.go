@@ -1,19 +1,31 @@
 // Command open-conduit is the operator's CLI and, as `open-conduit daemon`,
 // the daemon itself. The commands live in package cli.
+//
+// Invoked under the name os (the daemon links <state>/bin/os to this
+// binary and puts that directory first on every execution's PATH), it is
+// the in-execution CLI, package oscli, so that one binary is all a
+// `go run ./cmd/open-conduit daemon` needs.
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/open-conduit/open-conduit/cmd/open-conduit/cli"
+	"github.com/open-conduit/open-conduit/cmd/os/oscli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	var code int
+	if filepath.Base(os.Args[0]) == "os" {
+		code = oscli.Main(ctx, os.Args[1:], oscli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	} else {
+		code = cli.Main(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	}
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/daemon"
+)
+
+// fakeDaemon replaces the daemon with one that records its options.
+func fakeDaemon(t *testing.T, err error) *daemon.Options {
+	t.Helper()
+	got := &daemon.Options{}
+	prev := runDaemon
+	t.Cleanup(func() { runDaemon = prev })
+	runDaemon = func(_ context.Context, o daemon.Options) error {
+		*got = o
+		return err
+	}
+	return got
+}
+
+func TestDaemonStateDirectory(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"flag", map[string]string{EnvState: "/env"}, []string{"--state", "/flag"}, "/flag"},
+		{"env", map[string]string{EnvState: "/env", "XDG_STATE_HOME": "/x"}, nil, "/env"},
+		{"xdg", map[string]string{"XDG_STATE_HOME": "/x"}, nil, "/x/open-conduit"},
+		{"home", map[string]string{"HOME": "/home/u"}, nil, "/home/u/.local/state/open-conduit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{EnvState, "XDG_STATE_HOME", "HOME"} {
+				t.Setenv(k, tc.env[k])
+			}
+			got := fakeDaemon(t, nil)
+			if code, _, stderr := run(t, append([]string{"daemon"}, tc.args...)...); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if got.StateDir != tc.want || got.LogFormat != daemon.LogText {
+				t.Errorf("daemon got state %q, log format %q; want %q, text", got.StateDir, got.LogFormat, tc.want)
+			}
+		})
+	}
+}
+
+func TestDaemonLogFormat(t *testing.T) {
+	got := fakeDaemon(t, nil)
+	if code, _, stderr := run(t, "daemon", "--state", "/s", "--log-format", "json"); code != ExitOK || got.LogFormat != daemon.LogJSON {
+		t.Fatalf("exit %d (%s), log format %q; want json", code, stderr, got.LogFormat)
+	}
+	if code, _, stderr := run(t, "daemon", "--state", "/s", "--log-format", "xml"); code != ExitUsage || !strings.Contains(stderr, "text or json") {
+		t.Fatalf("--log-format xml: exit %d, %q; want a usage error", code, stderr)
+	}
+}
+
+func TestDaemonFailureExitsOne(t *testing.T) {
+	fakeDaemon(t, errors.New("the state directory is in use: process 7 holds the lock"))
+	code, _, stderr := run(t, "daemon", "--state", "/s")
+	if code != ExitFailed || !strings.Contains(stderr, "process 7 holds the lock") {
+		t.Fatalf("exit %d, %q; want 1 naming the holder", code, stderr)
+	}
+}
+
+// The real daemon refuses a state directory other users can reach.
+func TestDaemonRefusesAnUnsafeStateDirectory(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	state := filepath.Join(dir, "s")
+	if err := os.Mkdir(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "daemon", "--state", state)
+	if code != ExitFailed || !strings.Contains(stderr, state) || !strings.Contains(stderr, "chmod 700") {
+		t.Fatalf("exit %d, %q; want 1 naming the path and the fix", code, stderr)
+	}
+}

@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/scheduler"
+)
+
+// This file adapts configuration snapshots into the small types the
+// runtime, the toolbelt and the scheduler define, so that none of them
+// reads configuration itself.
+
+// routesOf is the runtime's route provider over the active snapshot: an
+// inactive (disabled or removed) scope routes nothing.
+func routesOf(cfg configSource) runtime.RouteProvider {
+	return runtime.RouteFunc(func(_ context.Context, scope string) ([]runtime.Route, error) {
+		sc, ok := cfg.Active().Scope(scope)
+		if !ok || !sc.Active {
+			return nil, nil
+		}
+		out := make([]runtime.Route, 0, len(sc.Routes))
+		for _, r := range sc.Routes {
+			out = append(out, runtime.Route{
+				ID: r.ID, MatchType: r.Match.Type, MatchSource: r.Match.Source, Binding: r.Binding, Effect: runtime.Effect(r.Effect),
+			})
+		}
+		return out, nil
+	})
+}
+
+// causalOf turns the configured limits into the runtime's causal limits.
+func causalOf(l config.Limits) runtime.CausalLimits {
+	return runtime.CausalLimits{MaxDepth: l.CausalMaxDepth, PerMinute: l.CausalPerMinute}
+}
+
+// schedulerLimits turns the configured limits into the scheduler's.
+func schedulerLimits(l config.Limits) scheduler.Limits {
+	return scheduler.Limits{MaxRunning: l.MaxRunning, Lease: l.Lease, AttemptTimeout: l.AttemptTimeout}
+}
+
+// snapshotAt is the active snapshot for generation 0, else the pinned one.
+func snapshotAt(ctx context.Context, cfg configSource, generation int64) (*config.Snapshot, error) {
+	if generation == 0 {
+		return cfg.Active(), nil
+	}
+	return cfg.Snapshot(ctx, generation)
+}
+
+// bindingLookup resolves a binding for the scheduler: a new attempt takes
+// the active generation (and only in an active scope); an attempt pinned
+// to a generation keeps that generation's binding.
+func bindingLookup(cfg configSource) scheduler.BindingLookup {
+	return func(ctx context.Context, q scheduler.BindingQuery) (scheduler.Binding, error) {
+		snap, err := snapshotAt(ctx, cfg, q.Generation)
+		if err != nil {
+			return scheduler.Binding{}, err
+		}
+		if q.Generation == 0 {
+			if sc, ok := snap.Scope(q.Scope); !ok || !sc.Active {
+				return scheduler.Binding{}, fmt.Errorf("scope %s is not active in generation %d", q.Scope, snap.Generation)
+			}
+		}
+		b, ok := snap.Binding(q.Scope, q.Binding)
+		if !ok {
+			return scheduler.Binding{}, fmt.Errorf("scope %s has no binding %s in generation %d", q.Scope, q.Binding, snap.Generation)
+		}
+		return scheduler.Binding{Executor: b.Executor, Config: b.Config, Generation: snap.Generation}, nil
+	}
+}
+
+// bindingAuthority is the toolbelt's view of what a binding of a pinned
+// generation grants.
+func bindingAuthority(cfg configSource) func(generation int64, scope, binding string) (runtime.BindingAuthority, bool) {
+	return func(generation int64, scope, binding string) (runtime.BindingAuthority, bool) {
+		snap, err := snapshotAt(context.Background(), cfg, generation)
+		if err != nil {
+			return runtime.BindingAuthority{}, false
+		}
+		b, ok := snap.Binding(scope, binding)
+		if !ok {
+			return runtime.BindingAuthority{}, false
+		}
+		return runtime.BindingAuthority{Operations: b.Operations, Grants: b.Grants}, true
+	}
+}
+
+// secretResolver resolves an attempt's secrets immediately before its
+// segment starts, outside any transaction: only the names the binding
+// selects that both the attempt's pinned generation and the active one
+// grant (same environment variable, same secret name), each with the
+// active generation's reference. A failure is a *scheduler.SecretError
+// naming the secret and a stable code, never its reference or value.
+type secretResolver struct {
+	cfg      configSource
+	resolver *config.Resolver
+}
+
+func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsRequest) (map[string]string, error) {
+	pinned, err := s.cfg.Snapshot(ctx, req.Generation)
+	if err != nil {
+		return nil, &scheduler.SecretError{Name: "(generation)", Code: "generation_unavailable"}
+	}
+	want, ok := pinned.BindingSecrets(req.ScopeID, req.BindingID)
+	if !ok || len(want) == 0 {
+		return nil, nil
+	}
+	current := s.cfg.Active()
+	now, _ := current.BindingSecrets(req.ScopeID, req.BindingID)
+	vars := make([]string, 0, len(want))
+	for v := range want {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	env := map[string]string{}
+	for _, v := range vars {
+		name := want[v]
+		if now[v] != name {
+			continue // the active generation no longer grants it
+		}
+		ref, ok := current.Secret(name)
+		if !ok {
+			continue
+		}
+		val, err := s.resolver.ResolveRef(ctx, ref)
+		if err != nil {
+			code := "secret_unavailable"
+			var se *config.SecretError
+			if errors.As(err, &se) {
+				code = se.Code
+			}
+			return nil, &scheduler.SecretError{Name: name, Code: code}
+		}
+		env[v] = val
+	}
+	return env, nil
+}

@@ -1,0 +1,443 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/shell"
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/runs"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/scheduler"
+	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+)
+
+// Names inside the state directory (see the package documentation).
+const (
+	DatabaseFile  = "coordination.db"
+	ArtifactsDir  = "artifacts"
+	ExecutionsDir = "executions"
+	PlaybooksDir  = "playbooks"
+	BinDir        = "bin"
+)
+
+// Defaults of the loops.
+const (
+	DefaultTickInterval  = time.Second
+	DefaultSweepInterval = time.Minute
+	// shutdownGrace bounds how long shutdown waits for management requests
+	// in flight.
+	shutdownGrace = 5 * time.Second
+)
+
+// OwnerPrefix is the prefix of a daemon instance's owner id.
+const OwnerPrefix = "dmn"
+
+// Options configure a daemon.
+type Options struct {
+	// StateDir is the state directory (required); the CLI resolves it from
+	// --state, $OPEN_CONDUIT_STATE and the XDG state directory.
+	StateDir string
+	// LogFormat is "text" (the default) or "json".
+	LogFormat string
+	// Stderr receives the logs; os.Stderr when nil.
+	Stderr io.Writer
+	// Logger, when set, is used instead of LogFormat and Stderr.
+	Logger *slog.Logger
+	// Executable is the open-conduit binary: the shell executor's
+	// supervisor and the target of <state>/bin/os. os.Executable() when
+	// empty.
+	Executable string
+	// Version is reported by the health route; the build's module version
+	// when empty.
+	Version string
+	// Clock and Entropy default to the system's.
+	Clock   clock.Clock
+	Entropy clock.Entropy
+	// Registry is what the release registers; config.ReleaseRegistry()
+	// when nil.
+	Registry *config.Registry
+	// Keyring answers keyring: secret references; the platform keyring
+	// when nil.
+	Keyring config.Keyring
+	// TickInterval and SweepInterval pace the loops (DefaultTickInterval,
+	// DefaultSweepInterval when zero).
+	TickInterval  time.Duration
+	SweepInterval time.Duration
+	// Ready, when set, is called once the daemon serves.
+	Ready func(Info)
+}
+
+// Info describes a serving daemon.
+type Info struct {
+	StateDir   string
+	Socket     string
+	TokenFile  string
+	Owner      string
+	Generation int64
+}
+
+// Daemon is a composed daemon. New builds it (holding the state
+// directory's lock), Serve runs it until its context ends, Close releases
+// everything.
+type Daemon struct {
+	opts  Options
+	log   *slog.Logger
+	state string
+	owner string
+	clock clock.Clock
+
+	lock  *management.Lock
+	store storage.Store
+	cfg   configSource
+	rt    *runtime.Runtime
+	ctl   *runtime.Control
+	tb    *runtime.Toolbelt
+	dirs  *runs.Dirs
+	sched *scheduler.Scheduler
+	srv   *management.Server
+	arts  *storage.Artifacts
+
+	execHandler http.Handler
+	http        *http.Server
+	ln          net.Listener
+	served      chan error
+	wake        chan struct{}
+
+	closeOnce sync.Once
+	closers   []func() error // in the order they run
+}
+
+// Run builds the daemon, serves until ctx ends (SIGINT or SIGTERM in the
+// CLI), then shuts it down gracefully: it stops serving, detaches from
+// running processes (they keep running for the next daemon to adopt),
+// closes the sockets but keeps the run directories, closes storage and
+// releases the lock.
+func Run(ctx context.Context, opts Options) error {
+	d, err := New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	err = d.Serve(ctx)
+	return errors.Join(err, d.Close())
+}
+
+// New takes the state directory and builds every part of the daemon. It
+// does not serve yet. A failure releases what was taken.
+func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
+	d := &Daemon{opts: opts, wake: make(chan struct{}, 1), served: make(chan error, 1)}
+	if err := d.defaults(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if err := d.takeState(); err != nil {
+		return nil, err
+	}
+	if err := d.openStorage(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.build(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.listen(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) defaults() error {
+	o := &d.opts
+	if o.StateDir == "" {
+		return errors.New("no state directory given: pass --state DIR or set OPEN_CONDUIT_STATE")
+	}
+	abs, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return fmt.Errorf("cannot resolve the state directory %s: %w", o.StateDir, err)
+	}
+	d.state = abs
+	if o.Clock == nil {
+		o.Clock = clock.System{}
+	}
+	if o.Entropy == nil {
+		o.Entropy = clock.SystemEntropy()
+	}
+	if o.Registry == nil {
+		o.Registry = config.ReleaseRegistry()
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = DefaultTickInterval
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.Version == "" {
+		o.Version = buildVersion()
+	}
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("cannot find the open-conduit binary itself (needed to supervise shell commands): %w", err)
+		}
+		o.Executable = exe
+	}
+	d.clock = o.Clock
+	d.log = o.Logger
+	if d.log == nil {
+		d.log, err = newLogger(o.Stderr, o.LogFormat)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildVersion is the module version the binary was built at.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// takeState prepares the state directory (0700, refused when unsafe) and
+// takes its lock.
+func (d *Daemon) takeState() error {
+	if err := management.PrepareStateDir(d.state); err != nil {
+		return err
+	}
+	lock, err := management.AcquireLock(d.state)
+	if err != nil {
+		return err
+	}
+	d.lock = lock
+	d.closers = append(d.closers, lock.Close)
+	return nil
+}
+
+func (d *Daemon) openStorage(ctx context.Context) error {
+	path := filepath.Join(d.state, DatabaseFile)
+	// Create the database owner-only; SQLite gives its -wal and -shm files
+	// the database file's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: d.clock})
+	if err != nil {
+		return fmt.Errorf("cannot open coordination storage in %s: %w", d.state, err)
+	}
+	d.store = store
+	// Closed before the lock is released.
+	d.closers = append([]func() error{store.Close}, d.closers...)
+	return nil
+}
+
+// build restores the configuration and composes the runtime, the
+// toolbelt, the executors, the scheduler and the management server.
+func (d *Daemon) build(ctx context.Context) error {
+	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
+	d.owner = gen.New(OwnerPrefix)
+
+	snap, fromFile, err := loadStartConfig(d.state, d.opts.Registry)
+	if err != nil {
+		return err
+	}
+	d.cfg = newStaticConfig(snap)
+	source := "the default configuration"
+	if fromFile {
+		source = ConfigFile
+	}
+	d.log.Info("configuration active", "generation", d.cfg.Active().Generation, "hash", d.cfg.Active().Hash, "source", source)
+	limits := d.cfg.Active().Limits()
+
+	if d.rt, err = runtime.New(runtime.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
+		return err
+	}
+	d.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: d.rt, Store: d.store, Causal: causalOf(limits)})
+	d.tb, err = runtime.NewToolbelt(runtime.ToolbeltOptions{
+		Runtime: d.rt, Store: d.store, Entropy: d.opts.Entropy, Owner: d.owner,
+		Bindings:      bindingAuthority(d.cfg),
+		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
+		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
+		Causal:        causalOf(limits),
+		Logger:        d.log.With("component", "toolbelt"),
+	})
+	if err != nil {
+		return err
+	}
+
+	be := openBackends(d.store)
+	d.srv, err = management.New(management.Options{
+		Credentials:     be.credentials,
+		ExecutionTokens: management.ToolbeltTokens(d.tb),
+		Idempotency:     be.idempotency,
+		Health:          management.HealthFunc(func(context.Context) (int64, error) { return d.cfg.Active().Generation, nil }),
+		Clock:           d.clock,
+		Entropy:         d.opts.Entropy,
+		Version:         d.opts.Version,
+		Logger:          d.log.With("component", "management"),
+		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
+			return runtime.WithActor(ctx, p.Actor())
+		},
+	})
+	if err != nil {
+		return err
+	}
+	st, err := management.BootstrapOperator(ctx, d.lock, d.srv.Operators())
+	if err != nil {
+		return fmt.Errorf("cannot bootstrap the owner's operator token: %w", err)
+	}
+	if st == management.BootstrapStale {
+		d.log.Warn("the owner's token file does not hold the owner's credential; stop the daemon and run 'open-conduit auth recover'", "token_file", management.OwnerTokenPath(d.state))
+	}
+	d.execHandler = d.notifying(d.srv.ExecutionHandler(d.tb))
+
+	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
+		return err
+	}
+	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }}, d.closers...)
+	binDir, err := linkOS(d.state, d.opts.Executable)
+	if err != nil {
+		return err
+	}
+	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
+		return err
+	}
+	for _, dir := range []string{ExecutionsDir, PlaybooksDir} {
+		if err := os.MkdirAll(filepath.Join(d.state, dir), 0o700); err != nil {
+			return fmt.Errorf("cannot create %s: %w", filepath.Join(d.state, dir), err)
+		}
+	}
+	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable})
+	if err != nil {
+		return err
+	}
+	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state}}
+	d.sched, err = scheduler.NewScheduler(scheduler.SchedulerOptions{
+		Store: d.store, Runtime: d.rt, Owner: d.owner,
+		Limits:            schedulerLimits(limits),
+		Executors:         map[string]executor.Executor{shell.Name: sh},
+		Bindings:          bindingLookup(d.cfg),
+		Toolbelt:          d.tb,
+		ToolbeltEndpoints: d.endpoint,
+		ToolbeltDir:       binDir,
+		PlaybookDir:       filepath.Join(d.state, PlaybooksDir),
+		Secrets:           secrets.resolve,
+		ExecutionsDir:     filepath.Join(d.state, ExecutionsDir),
+		Artifacts:         d.arts,
+		Logger:            d.log.With("component", "scheduler"),
+	})
+	if err != nil {
+		return err
+	}
+	// Detach from every segment before the sockets close and storage goes.
+	d.closers = append([]func() error{d.sched.Close}, d.closers...)
+	return nil
+}
+
+// endpoint prepares an execution's run directory with its fresh token and
+// serves its toolbelt socket (the scheduler's ToolbeltEndpoints).
+func (d *Daemon) endpoint(_ context.Context, executionID, token string) (scheduler.Endpoint, error) {
+	ep, err := d.dirs.Prepare(executionID, token)
+	if err != nil {
+		return scheduler.Endpoint{}, err
+	}
+	if err := d.dirs.Serve(executionID, ep, d.execHandler); err != nil {
+		return scheduler.Endpoint{}, err
+	}
+	return scheduler.Endpoint{Socket: ep.Socket, TokenFile: ep.TokenFile}, nil
+}
+
+// notifying wakes the loop after every request that may have changed
+// something (an accepted Event, created Work, a cancel), so the scheduler
+// acts at once instead of at its next tick.
+func (d *Daemon) notifying(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			d.Wake()
+		}
+	})
+}
+
+// Wake asks the loop for a scheduler round now.
+func (d *Daemon) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// listen opens the management socket under the lock.
+func (d *Daemon) listen(context.Context) error {
+	ln, err := management.Listen(filepath.Join(d.state, management.SocketName), d.lock)
+	if err != nil {
+		return err
+	}
+	d.ln = ln
+	d.http = &http.Server{
+		Handler:           d.notifying(d.srv),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(d.log.With("component", "management").Handler(), slog.LevelWarn),
+	}
+	// Stop serving first of all; storage must outlive requests in flight.
+	d.closers = append([]func() error{d.shutdownHTTP}, d.closers...)
+	return nil
+}
+
+func (d *Daemon) shutdownHTTP() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := d.http.Shutdown(ctx); err != nil {
+		d.http.Close()
+	}
+	d.ln.Close()
+	return nil
+}
+
+// Info describes the daemon.
+func (d *Daemon) Info() Info {
+	return Info{
+		StateDir: d.state, Socket: filepath.Join(d.state, management.SocketName),
+		TokenFile: management.OwnerTokenPath(d.state), Owner: d.owner, Generation: d.cfg.Active().Generation,
+	}
+}
+
+// Close shuts the daemon down: it stops serving the management API,
+// detaches from every running segment (their processes keep running),
+// closes every toolbelt socket and keeps the run directories, closes
+// storage and releases the lock. It is safe to call more than once.
+func (d *Daemon) Close() error {
+	var errs []error
+	d.closeOnce.Do(func() {
+		for _, c := range d.closers {
+			if err := c(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if d.log != nil && d.lock != nil {
+			d.log.Info("daemon stopped", "owner", d.owner)
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Serve runs the daemon until ctx ends: it adopts the attempts an earlier
+// daemon on this state directory left (the lock proves that daemon is
+// gone), serves the management API, and runs the loops: a scheduler round
+// on every tick, at once after a request that may have changed something
+// and whenever a segment reports; lease renewal every third of a lease;
+// and the sweeps (toolbelt records, Idempotency-Key history, run
+// directories of ended or unknown executions). It returns nil when ctx
+// ends and an error when the management server fails.
+func (d *Daemon) Serve(ctx context.Context) error {
+	go func() {
+		err := d.http.Serve(d.ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		d.served <- err
+	}()
+	if n, err := d.sched.RecoverOrphans(ctx); err != nil {
+		d.log.Error("adopting the attempts of an earlier daemon failed", "adopted", n, "error", err)
+	} else if n > 0 {
+		d.log.Info("adopted the attempts of an earlier daemon", "adopted", n)
+	}
+	d.tick(ctx)
+	d.sweep(ctx)
+	info := d.Info()
+	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "generation", info.Generation, "version", d.opts.Version)
+	if d.opts.Ready != nil {
+		d.opts.Ready(info)
+	}
+
+	ticks := time.NewTicker(d.opts.TickInterval)
+	defer ticks.Stop()
+	beats := time.NewTicker(d.heartbeatInterval())
+	defer beats.Stop()
+	sweeps := time.NewTicker(d.opts.SweepInterval)
+	defer sweeps.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.log.Info("shutting down", "reason", context.Cause(ctx))
+			return nil
+		case err := <-d.served:
+			if err == nil {
+				return nil
+			}
+			return fmt.Errorf("the management server stopped: %w", err)
+		case <-ticks.C:
+			d.tick(ctx)
+		case <-d.wake:
+			d.tick(ctx)
+		case <-d.sched.Notify():
+			// A segment reported: apply it, then let its run directory go.
+			d.tick(ctx)
+			d.sweepRuns(ctx)
+		case <-beats.C:
+			if lost, err := d.sched.Heartbeat(ctx); err != nil {
+				d.log.Error("renewing leases failed", "error", err)
+			} else if lost > 0 {
+				d.log.Warn("leases lost", "count", lost)
+			}
+		case <-sweeps.C:
+			d.sweep(ctx)
+		}
+	}
+}
+
+// heartbeatInterval is a third of the active lease.
+func (d *Daemon) heartbeatInterval() time.Duration {
+	lease := d.cfg.Active().Limits().Lease
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	return max(lease/3, 100*time.Millisecond)
+}
+
+// tick runs one scheduler round.
+func (d *Daemon) tick(ctx context.Context) {
+	if err := d.sched.Tick(ctx); err != nil && ctx.Err() == nil {
+		d.log.Error("scheduler round failed", "error", err)
+	}
+}
+
+// sweep runs every retention pass.
+func (d *Daemon) sweep(ctx context.Context) {
+	if res, err := d.tb.SweepToolbelt(ctx); err != nil {
+		d.log.Error("toolbelt sweep failed", "error", err)
+	} else if res.Tokens+res.Replays+res.Calls > 0 {
+		d.log.Info("toolbelt records swept", "tokens", res.Tokens, "replays", res.Replays, "calls", res.Calls)
+	}
+	if n, err := d.srv.SweepIdempotency(ctx); err != nil {
+		d.log.Error("idempotency sweep failed", "error", err)
+	} else if n > 0 {
+		d.log.Info("idempotency records swept", "records", n)
+	}
+	d.sweepRuns(ctx)
+}
+
+// sweepRuns removes the run directory (and closes the socket) of every
+// execution that has ended or is unknown, including those an earlier
+// daemon left, and revokes an ended execution's tokens. Running, stopping
+// and parked executions keep theirs.
+func (d *Daemon) sweepRuns(ctx context.Context) {
+	ended := map[string]bool{}
+	swept, err := d.dirs.Sweep(func(id string) bool {
+		exe, err := d.store.GetExecution(ctx, id)
+		switch {
+		case storage.IsNotFound(err):
+			return false
+		case err != nil:
+			return true // keep what cannot be judged now
+		case exe.Live():
+			return true
+		}
+		ended[id] = true
+		return false
+	})
+	if err != nil {
+		d.log.Error("run directory sweep failed", "error", err)
+	}
+	for _, s := range swept {
+		if ended[s.ExecutionID] {
+			if _, err := d.tb.RevokeExecution(ctx, s.ExecutionID); err != nil {
+				d.log.Error("revoking an ended execution's tokens failed", "execution", s.ExecutionID, "error", err)
+			}
+		}
+		d.log.Info("run directory removed", "execution", s.ExecutionID, "key", s.Key)
+	}
+}
