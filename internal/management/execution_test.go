@@ -41,7 +41,9 @@ func setupExecution(t *testing.T) *execBundle {
 	tb := f.TB.(*runtime.Toolbelt)
 	err = f.Register(extension.Registration{Name: "acme", Operations: []extension.Operation{{
 		Name: "acme.echo", Summary: "Echo.", Capabilities: []string{"git.credential"},
-		Handler: func(_ context.Context, _ extension.Authority, in json.RawMessage) (json.RawMessage, error) { return in, nil },
+		Handler: func(_ context.Context, _ extension.Authority, in json.RawMessage) (json.RawMessage, error) {
+			return in, nil
+		},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -236,12 +238,12 @@ func TestExecutionSocketServesOnlyItsRoutes(t *testing.T) {
 		t.Errorf("call without a token = %d", r.status)
 	}
 	for body, want := range map[string]string{
-		`{"operation":"emit","input":{"type":"test.x"},"extra":1}`:           "invalid_request",
+		`{"operation":"emit","input":{"type":"test.x"},"extra":1}`:            "invalid_request",
 		`{"operation":"emit","input":{"type":"test.x","source":"core.host"}}`: "invalid_request",
-		`{"operation":"emit"}`:                                                "invalid_request",
-		`{"operation":"emit","input":null}`:                                   "invalid_request",
-		`{"operation":"emit","input":[1]}`:                                    "invalid_request",
-		`{"operation":"nope.nothing","input":{}}`:                             "forbidden",
+		`{"operation":"emit"}`:                    "invalid_request",
+		`{"operation":"emit","input":null}`:       "invalid_request",
+		`{"operation":"emit","input":[1]}`:        "invalid_request",
+		`{"operation":"nope.nothing","input":{}}`: "forbidden",
 	} {
 		r := rawOn(t, b.epA.Socket, "POST", "/v1/toolbelt/call", b.a.Token, body)
 		if r.code() != want {
