@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -171,7 +172,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		b, berr := s.o.Bindings(ctx, BindingQuery{Scope: exe.Scope, Binding: exe.Binding, Generation: exe.Generation})
 		ex := s.o.Executors[exe.Executor]
 		if ex == nil {
-			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, "binding_unavailable", fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
+			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, runtime.HoldBindingUnavailable, fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
 			continue
 		}
 		if exe.State == storage.ExecutionStopping {

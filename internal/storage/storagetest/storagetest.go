@@ -70,6 +70,7 @@ func Cases() []Case {
 		{"execution_advance_epoch_fenced", executionAdvanceEpochFenced},
 		{"execution_lease_renew_fenced", executionLeaseRenewFenced},
 		{"execution_one_live_per_work", executionOneLivePerWork},
+		{"execution_list_filters", executionListFilters},
 		{"declaration_one_pending", declarationOnePending},
 		{"wait_lifecycle", waitLifecycle},
 		{"timer_fires_once", timerFiresOnce},
@@ -888,5 +889,47 @@ func artifactMetadata(ctx context.Context, s storage.Store) error {
 	return first(err,
 		want(len(list) == 2 && list[0].ID == "art_1", "artifacts after art_0 = %+v", list),
 		want(a.Size == 2 && a.Name == "log" && a.CreatedAt.Equal(at(2)), "artifact = %+v", a),
+	)
+}
+
+func executionListFilters(ctx context.Context, s storage.Store) error {
+	for i, owner := range []string{"a", "b", "a"} {
+		w, e := fmt.Sprintf("wrk_%d", i), fmt.Sprintf("exe_%d", i)
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+		if err := s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: e, Work: w, Scope: "s1", Binding: "b1", Executor: "x",
+				Owner: owner, LeaseExpiresAt: at(10 * (i + 1)), Deadline: at(600), CreatedAt: at(i)})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	parked := storage.ExecutionParked
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_2", Epoch: 1, State: &parked, Now: at(3)})
+		return err
+	}); err != nil {
+		return err
+	}
+	ids := func(p *storage.ListExecutionsParams) (string, error) {
+		es, err := s.ListExecutions(ctx, p)
+		var out []string
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return fmt.Sprint(out), err
+	}
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	expired, err1 := ids(&storage.ListExecutionsParams{States: running, LeaseExpiredBy: at(20)})
+	notA, err2 := ids(&storage.ListExecutionsParams{NotOwner: "a"})
+	ownA, err3 := ids(&storage.ListExecutionsParams{Owner: "a", States: running})
+	n, err4 := s.CountLeased(ctx, "a")
+	return first(err1, err2, err3, err4,
+		want(expired == "[exe_0 exe_1]", "running and expired by 20s: %s", expired),
+		want(notA == "[exe_1]", "not owned by a: %s", notA),
+		want(ownA == "[exe_0]", "running, owned by a: %s", ownA),
+		want(n == 1, "leases held by a: %d, want 1 (a parked execution holds none)", n),
 	)
 }
