@@ -27,7 +27,9 @@ func benchFixture(b *testing.B) (*toolbelttest.Fixture, *toolbelttest.Attempt) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	noop := func(context.Context, extension.Authority, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
+	noop := func(context.Context, extension.Authority, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}
 	if err := f.Register(extension.Registration{Name: "acme", Operations: []extension.Operation{{Name: "acme.echo", Summary: "No-op.", Handler: noop}}}); err != nil {
 		b.Fatal(err)
 	}
