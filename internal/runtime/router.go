@@ -75,7 +75,8 @@ func (d Decision) Woke() bool { return d.Effect == EffectWake || len(d.OtherWake
 //  4. Otherwise the scope's routes are matched in order (type exact or
 //     prefix.*, then source); the first match decides: start (queue when
 //     a Work owns the key), queue (drop when none does) or drop; no match
-//     is unmatched.
+//     is unmatched. An event from the owning Work itself is never queued
+//     back to it (drop).
 func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Event) (Decision, error) {
 	d := Decision{OtherWakes: []Wake{}}
 	var owner *storage.Work
@@ -164,6 +165,14 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	}
 	rt := routes[matched]
 	d.Route = rt.ID
+	if owner != nil && ev.Work == owner.ID && (rt.Effect == EffectStart || rt.Effect == EffectQueue) {
+		// An execution's own emission on a key its Work owns never comes
+		// back to it as input (it would run the Work again on its own
+		// output).
+		d.Effect = EffectDrop
+		d.Detail = fmt.Sprintf("the event came from Work %s, which owns key %q; it is not queued back to it", owner.ID, ev.CorrelationKey)
+		return d, nil
+	}
 	switch rt.Effect {
 	case EffectStart:
 		if owner != nil {

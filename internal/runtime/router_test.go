@@ -97,6 +97,10 @@ func TestRouteEffects(t *testing.T) {
 	if d.Effect != runtime.EffectDrop {
 		t.Fatalf("queue without an owner: %+v", d)
 	}
+	_, d = b.acceptRoute(t, storage.Event{Type: "github.comment", Source: "github", Scope: "s1", Work: work, CorrelationKey: "pr/1"})
+	if d.Effect != runtime.EffectDrop || d.Work != work {
+		t.Fatalf("the Work's own event came back to it: %+v", d)
+	}
 	_, d = b.acceptRoute(t, storage.Event{Type: "github.pr_opened", Source: "github", Scope: "s2", CorrelationKey: "pr/1"})
 	if d.Effect != runtime.EffectUnmatched || len(d.Routes) != 0 {
 		t.Fatalf("a scope without routes: %+v", d)
