@@ -108,8 +108,10 @@ func (tb *Toolbelt) finish(ctx context.Context, c *callLog, err error) {
 		c.rec.Result = resultOf(err)
 	}
 	c.rec.At = tb.clock.Now()
-	if werr := tb.store.WithTx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
-		return tx.InsertToolbeltCall(ctx, &c.rec)
+	// A refusal is recorded even when the caller has gone.
+	wctx := context.WithoutCancel(ctx)
+	if werr := tb.store.WithTx(wctx, func(tx storage.Tx) error {
+		return tx.InsertToolbeltCall(wctx, &c.rec)
 	}); werr != nil {
 		tb.log.Error("toolbelt call record not written", "operation", c.rec.Operation, "execution", c.rec.Execution, "error", werr.Error())
 	}
@@ -379,8 +381,9 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		if !claimed {
 			return
 		}
-		_ = tb.store.WithTx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
-			return tx.DeleteReplay(ctx, call.tok.Execution, call.requestID)
+		wctx := context.WithoutCancel(ctx)
+		_ = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+			return tx.DeleteReplay(wctx, call.tok.Execution, call.requestID)
 		})
 	}
 	auth := call.authority()
@@ -422,7 +425,11 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		}
 		result = v
 	}
-	err = tb.store.WithTx(context.WithoutCancel(ctx), func(tx storage.Tx) error {
+	// The handler's effect happened: record its result even when the
+	// caller has gone.
+	wctx := context.WithoutCancel(ctx)
+	err = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+		ctx := wctx
 		c.done = false
 		if claimed {
 			rp := &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: result, UpdatedAt: tb.clock.Now()}
