@@ -64,18 +64,30 @@ func ParseDeclaration(d storage.Declaration) (Declaration, error) {
 
 // LeaseGuard is the fence a toolbelt call (or anything acting for a
 // segment) passes inside its transaction: the execution is running at
-// epoch, held by owner, its lease still valid for at least LeaseMargin (the
-// holder stops trusting a lease that margin before it expires, so that no
-// call it authorised is still in flight when another daemon may take the
-// lease over), its Work is running, and the segment has not declared a
-// wait or an outcome yet. A genuine segment that already declared gets
-// ErrAuthorityReleased (which unwraps to extension.ErrAuthorityReleased);
+// epoch, held by owner, the segment has not declared a wait or an outcome
+// yet, its lease is still valid for at least LeaseMargin (the holder stops
+// trusting a lease that margin before it expires, so that no call it
+// authorised is still in flight when another daemon may take the lease
+// over), and its Work is running. A genuine segment (current epoch and
+// owner) that already declared gets ErrAuthorityReleased, checked before
+// the lease and the Work, so that it always learns its declaration landed
+// (it unwraps to extension.ErrAuthorityReleased);
 // every other failure is ErrStaleEpoch, ErrLeaseExpired, ErrNotRunning or
 // ErrExecutionNotFound, all of which unwrap to extension.ErrForbidden
 // (except not-found).
 func (r *Runtime) LeaseGuard(ctx context.Context, tx storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
-	exe, err := r.fence(ctx, tx, executionID, epoch, owner)
+	exe, err := r.holder(ctx, tx, executionID, epoch, owner)
 	if err != nil {
+		return exe, err
+	}
+	// A genuine segment that declared learns that first, whatever else
+	// changed since.
+	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
+		return exe, refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return exe, err
+	}
+	if err := r.leaseValid(exe); err != nil {
 		return exe, err
 	}
 	w, err := tx.GetWork(ctx, exe.Work)
@@ -85,16 +97,12 @@ func (r *Runtime) LeaseGuard(ctx context.Context, tx storage.Reader, executionID
 	if w.State != storage.WorkRunning {
 		return exe, refuse(extension.ErrForbidden, ErrNotRunning.Code, "Work %s is %s, not running", w.ID, w.State)
 	}
-	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
-		return exe, refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return exe, err
-	}
 	return exe, nil
 }
 
-// fence checks the execution's epoch, owner (when given), state and lease.
-func (r *Runtime) fence(ctx context.Context, rd storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
+// holder checks that the execution is running at epoch, held by owner
+// (when given).
+func (r *Runtime) holder(ctx context.Context, rd storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
 	exe, err := rd.GetExecution(ctx, executionID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return exe, refuse(extension.ErrForbidden, ErrExecutionNotFound.Code, "execution %s does not exist", executionID)
@@ -108,10 +116,15 @@ func (r *Runtime) fence(ctx context.Context, rd storage.Reader, executionID stri
 	if exe.State != storage.ExecutionRunning {
 		return exe, refuse(extension.ErrForbidden, ErrNotRunning.Code, "execution %s is %s, not running", executionID, exe.State)
 	}
-	if !r.clock.Now().Before(exe.LeaseExpiresAt.Add(-r.margin)) {
-		return exe, refuse(extension.ErrForbidden, ErrLeaseExpired.Code, "the lease of execution %s has expired or is about to", executionID)
-	}
 	return exe, nil
+}
+
+// leaseValid refuses a lease that expires within the margin.
+func (r *Runtime) leaseValid(exe storage.Execution) error {
+	if !r.clock.Now().Before(exe.LeaseExpiresAt.Add(-r.margin)) {
+		return refuse(extension.ErrForbidden, ErrLeaseExpired.Code, "the lease of execution %s has expired or is about to", exe.ID)
+	}
+	return nil
 }
 
 // Declare records a segment's declaration of a wait or an outcome for its
@@ -124,8 +137,14 @@ func (r *Runtime) Declare(ctx context.Context, tx storage.Tx, executionID string
 	if err := d.Check(); err != nil {
 		return err
 	}
-	exe, err := r.fence(ctx, tx, executionID, epoch, "")
+	exe, err := r.holder(ctx, tx, executionID, epoch, "")
 	if err != nil {
+		return err
+	}
+	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
+		return refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
+	}
+	if err := r.leaseValid(exe); err != nil {
 		return err
 	}
 	kind, payload := storage.DeclaredWait, any(d.Wait)

@@ -323,6 +323,11 @@ func TestLeaseGuardAndDeclare(t *testing.T) {
 	}
 	err = declare(1, runtime.Declaration{Outcome: &runtime.OutcomeSpec{Outcome: storage.WorkSucceeded}})
 	mustCode(t, err, "authority_released")
+	// Even once its lease ran out, the segment learns first that its
+	// declaration landed.
+	b.clock.Advance(2 * time.Minute)
+	mustCode(t, guard(1, "me"), "authority_released")
+	mustCode(t, guard(2, "me"), "stale_epoch")
 	d, err := b.store.GetPendingDeclaration(ctx, exe.ID)
 	if err != nil {
 		t.Fatal(err)
