@@ -81,6 +81,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// Diagnostics are an invalid configuration's problems
+	// (invalid_config).
+	Diagnostics []Diagnostic
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -150,6 +153,27 @@ type Response struct {
 // (PathEscape each id). body, if not nil, is sent as JSON; a POST without
 // a body sends {}. A refusal is returned as *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, body any, opts *RequestOptions) (*Response, error) {
+	resp, err := c.send(ctx, method, path, body, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the daemon's response failed: %w", err)
+	}
+	return &Response{
+		Status:   resp.StatusCode,
+		Header:   resp.Header,
+		Body:     b,
+		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
+	}, nil
+}
+
+// send sends one request with extra headers and returns the response with
+// its body unread (the caller closes it). A refusal is read and returned
+// as *APIError.
+func (c *Client) send(ctx context.Context, method, path string, body any, opts *RequestOptions, header http.Header) (*http.Response, error) {
 	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
 		return nil, fmt.Errorf("client: path %q must be absolute", path)
 	}
@@ -173,6 +197,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, opts *Re
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, vals := range header {
+		req.Header[k] = vals
+	}
 	if opts != nil {
 		if opts.IdempotencyKey != "" {
 			req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
@@ -194,33 +221,29 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, opts *Re
 		}
 		return nil, fmt.Errorf("request to the daemon at %s failed: %w", c.socket, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the daemon's response failed: %w", err)
-	}
 	if resp.StatusCode >= 400 || (resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotModified) {
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		if err != nil {
+			return nil, fmt.Errorf("reading the daemon's response failed: %w", err)
+		}
 		return nil, apiError(resp.StatusCode, b)
 	}
-	return &Response{
-		Status:   resp.StatusCode,
-		Header:   resp.Header,
-		Body:     b,
-		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
-	}, nil
+	return resp, nil
 }
 
 func apiError(status int, body []byte) *APIError {
 	var env struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code        string       `json:"code"`
+			Message     string       `json:"message"`
+			Diagnostics []Diagnostic `json:"diagnostics"`
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" {
 		return &APIError{Status: status, Code: "unexpected_response", Message: fmt.Sprintf("the daemon answered %d %s without an error envelope", status, http.StatusText(status))}
 	}
-	return &APIError{Status: status, Code: env.Error.Code, Message: env.Error.Message}
+	return &APIError{Status: status, Code: env.Error.Code, Message: env.Error.Message, Diagnostics: env.Error.Diagnostics}
 }
 
 // decode sends a request and decodes a successful body into out.

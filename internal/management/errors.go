@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/config"
 )
 
 // Code is a stable error code of the API's envelope.
@@ -33,6 +34,7 @@ const (
 	CodeCursorMismatch         Code = "cursor_mismatch"
 	CodeCursorExpired          Code = "cursor_expired"
 	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
+	CodeRangeNotSatisfiable    Code = "range_not_satisfiable"
 	CodeInternal               Code = "internal"
 )
 
@@ -58,6 +60,7 @@ var codeStatus = map[Code]int{
 	CodeCursorMismatch:         http.StatusUnprocessableEntity,
 	CodeCursorExpired:          http.StatusUnprocessableEntity,
 	CodeIdempotencyKeyRequired: http.StatusBadRequest,
+	CodeRangeNotSatisfiable:    http.StatusRequestedRangeNotSatisfiable,
 	CodeInternal:               http.StatusInternalServerError,
 }
 
@@ -125,6 +128,9 @@ type Error struct {
 	Code    Code
 	Message string
 	Err     error
+	// Diagnostics, for invalid_config, are the configuration's problems;
+	// they go into the envelope (they never hold a configured value).
+	Diagnostics []config.Diagnostic
 }
 
 func (e *Error) Error() string {
@@ -154,8 +160,9 @@ type envelope struct {
 }
 
 type envelopeBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code        string              `json:"code"`
+	Message     string              `json:"message"`
+	Diagnostics []config.Diagnostic `json:"diagnostics,omitempty"`
 }
 
 // classify maps an error to its status, code and safe message. It is the

@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{ErrCursorMismatch, 422, "cursor_mismatch"},
 		{ErrCursorExpired, 422, "cursor_expired"},
 		{ErrIdempotencyKeyRequired, 400, "idempotency_key_required"},
+		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
 		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
 		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
 		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},

@@ -407,7 +407,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p, _ := PrincipalFrom(r.Context())
 		s.log.Error("management request failed", "method", r.Method, "route", r.Pattern, "principal", p.Actor(), "error", err.Error())
 	}
-	b, merr := json.Marshal(envelope{Error: envelopeBody{Code: code, Message: msg}})
+	body := envelopeBody{Code: code, Message: msg}
+	if pe := (*Error)(nil); known && errors.As(err, &pe) {
+		body.Diagnostics = pe.Diagnostics
+	}
+	b, merr := json.Marshal(envelope{Error: body})
 	if merr != nil {
 		b = []byte(`{"error":{"code":"internal","message":"` + internalMessage + `"}}`)
 	}

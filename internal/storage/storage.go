@@ -62,6 +62,7 @@ type Store interface {
 // own writes.
 type Reader interface {
 	ToolbeltReader
+	ManagementReader
 	GetEvent(ctx context.Context, id string) (Event, error)
 	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
 	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
@@ -118,6 +119,7 @@ type Reader interface {
 // Tx is the write transaction. Its Reader methods see its own writes.
 type Tx interface {
 	ToolbeltTx
+	ManagementTx
 	Reader
 
 	// InsertEvent appends an event. The engine assigns Seq: the next

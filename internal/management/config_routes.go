@@ -1,0 +1,130 @@
+package management
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/config"
+)
+
+// The configuration routes: get (the active generation, redacted),
+// validate and apply.
+
+// ConfigView is the body of GET /v1/config.
+type ConfigView struct {
+	Generation int64  `json:"generation"`
+	Hash       string `json:"hash"`
+	// Config is the normalized configuration with every secret reference
+	// replaced by <scheme>:<redacted>.
+	Config    jsontext.Value `json:"config"`
+	Actor     string         `json:"actor"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+func (rs *Resources) getConfig(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	g, ok := rs.config.ActiveGeneration()
+	if !ok {
+		return nil, fmt.Errorf("management: no configuration is active")
+	}
+	v := ConfigView{Generation: g.Number, Hash: g.Hash, Config: jsontext.Value(g.Normalized), Actor: g.Actor, CreatedAt: g.CreatedAt.UTC()}
+	return Tagged(fmt.Sprintf("config/%d/%s", g.Number, g.Hash), v), nil
+}
+
+// ConfigBody is the body of POST /v1/config/validate.
+type ConfigBody struct {
+	Config jsontext.Value `json:"config"`
+}
+
+// ValidateResponse is the body of POST /v1/config/validate: the same
+// shape as open-conduit config check --json.
+type ValidateResponse struct {
+	Valid       bool                `json:"valid"`
+	Hash        string              `json:"hash,omitempty"`
+	Diagnostics []config.Diagnostic `json:"diagnostics"`
+	Warnings    []config.Warning    `json:"warnings"`
+}
+
+func configDocument(v jsontext.Value) ([]byte, error) {
+	if v == nil {
+		return nil, Errorf(CodeInvalidRequest, "config is required: the configuration document as a JSON object")
+	}
+	if v.Kind() != '{' {
+		return nil, Errorf(CodeInvalidRequest, "config must be a JSON object (the configuration document)")
+	}
+	doc := jsontext.Value(append([]byte(nil), v...))
+	if err := doc.Indent(jsontext.WithIndent("  ")); err != nil {
+		return nil, Wrap(CodeInvalidRequest, err, "config is not valid JSON")
+	}
+	return append(doc, '\n'), nil
+}
+
+func (rs *Resources) validateConfig(r *http.Request) (any, error) {
+	var body ConfigBody
+	if err := DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	doc, err := configDocument(body.Config)
+	if err != nil {
+		return nil, err
+	}
+	snap, res := rs.config.Validate(doc)
+	out := ValidateResponse{Valid: res.Valid(), Diagnostics: res.Diagnostics, Warnings: res.Warnings}
+	if snap != nil {
+		out.Hash = snap.Hash
+	}
+	if out.Diagnostics == nil {
+		out.Diagnostics = []config.Diagnostic{}
+	}
+	if out.Warnings == nil {
+		out.Warnings = []config.Warning{}
+	}
+	return out, nil
+}
+
+// ApplyBody is the body of POST /v1/config/apply.
+type ApplyBody struct {
+	Config jsontext.Value `json:"config"`
+	// ExpectedGeneration must be the active generation (GET /v1/config).
+	ExpectedGeneration int64 `json:"expected_generation"`
+	// Hash, when sent, must be the configuration's hash (as validate
+	// returned it).
+	Hash string `json:"hash,omitempty"`
+}
+
+// ApplyResponse is the body of a successful apply.
+type ApplyResponse struct {
+	Generation         int64            `json:"generation"`
+	Hash               string           `json:"hash"`
+	PreviousGeneration int64            `json:"previous_generation"`
+	Warnings           []config.Warning `json:"warnings"`
+}
+
+func (rs *Resources) applyConfig(r *http.Request) (any, error) {
+	var body ApplyBody
+	if err := DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	if body.ExpectedGeneration < 1 {
+		return nil, Errorf(CodeInvalidRequest, "expected_generation is required: the active generation, as GET /v1/config returns it")
+	}
+	doc, err := configDocument(body.Config)
+	if err != nil {
+		return nil, err
+	}
+	_, p := actorContext(r)
+	res, err := rs.config.Apply(r.Context(), ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor()})
+	if err != nil {
+		return nil, err
+	}
+	out := ApplyResponse{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: res.Warnings}
+	if out.Warnings == nil {
+		out.Warnings = []config.Warning{}
+	}
+	return out, nil
+}

@@ -1,0 +1,184 @@
+package management
+
+import (
+	"net/http"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// The Event routes: list (paged by acceptance sequence), get, the causal
+// chain, and manual emit.
+
+// eventFilters are the filters of GET /v1/events, bound into its cursors.
+type eventFilters struct {
+	Scope          string `json:"scope"`
+	Work           string `json:"work"`
+	Execution      string `json:"execution"`
+	Type           string `json:"type"`
+	Root           string `json:"root"`
+	CorrelationKey string `json:"correlation_key"`
+}
+
+// seqKey is a position in the acceptance sequence.
+type seqKey int64
+
+// pageBySeq serves one page of events by acceptance sequence: the first
+// page captures the last sequence accepted as the bound, so events
+// accepted while the listing is paged never join it.
+func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor string, p storage.ListEventsParams) (Page[storage.Event], error) {
+	ctx := r.Context()
+	if cursor != "" {
+		ks, err := DecodeCursor[seqKey](rs.cursors, r, filters, cursor)
+		if err != nil {
+			return Page[storage.Event]{}, err
+		}
+		p.UntilSeq, p.AfterSeq = int64(ks.Bound), int64(ks.After)
+	} else {
+		last, err := rs.store.LastSeq(ctx)
+		if err != nil {
+			return Page[storage.Event]{}, err
+		}
+		if last == 0 {
+			return Page[storage.Event]{Items: []storage.Event{}}, nil
+		}
+		p.UntilSeq = last
+	}
+	p.Limit = limit + 1
+	rows, err := rs.store.ListEvents(ctx, &p)
+	if err != nil {
+		return Page[storage.Event]{}, err
+	}
+	page := Page[storage.Event]{Items: rows}
+	if page.Items == nil {
+		page.Items = []storage.Event{}
+	}
+	if len(rows) > limit {
+		page.Items = rows[:limit]
+		page.NextCursor, err = EncodeCursor(rs.cursors, r, filters, Keyset[seqKey]{Bound: seqKey(p.UntilSeq), After: seqKey(rows[limit-1].Seq)})
+		if err != nil {
+			return Page[storage.Event]{}, err
+		}
+	}
+	return page, nil
+}
+
+func (rs *Resources) listEvents(r *http.Request) (any, error) {
+	q, limit, cursor, err := listQuery(r, "scope", "work", "execution", "type", "root", "correlation_key")
+	if err != nil {
+		return nil, err
+	}
+	f := eventFilters{Scope: q.Get("scope"), Work: q.Get("work"), Execution: q.Get("execution"), Type: q.Get("type"),
+		Root: q.Get("root"), CorrelationKey: q.Get("correlation_key")}
+	return rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{
+		Scope: f.Scope, Work: f.Work, Execution: f.Execution, Type: f.Type, Root: f.Root, CorrelationKey: f.CorrelationKey,
+	})
+}
+
+// eventETag is the entity tag of an Event; events never change.
+func eventETag(e storage.Event) string { return "event/" + e.ID }
+
+func (rs *Resources) getEvent(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	e, err := rs.store.GetEvent(r.Context(), id)
+	if err != nil {
+		return nil, notFound(err, "Event", id)
+	}
+	return Tagged(eventETag(e), e), nil
+}
+
+// eventChain serves GET /v1/events/{id}/chain: the whole causal tree the
+// event belongs to, its root and every event derived from it, by
+// acceptance sequence (each item's parent and depth rebuild the tree).
+func (rs *Resources) eventChain(r *http.Request) (any, error) {
+	_, limit, cursor, err := listQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	e, err := rs.store.GetEvent(r.Context(), id)
+	if err != nil {
+		return nil, notFound(err, "Event", id)
+	}
+	f := struct {
+		Root string `json:"root"`
+	}{e.Root}
+	return rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{Root: e.Root})
+}
+
+// EmitRequest is the body of POST /v1/events.
+type EmitRequest struct {
+	// Scope may be left out with a parent: the event takes its parent's.
+	Scope          string         `json:"scope,omitempty"`
+	Type           string         `json:"type"`
+	Data           jsontext.Value `json:"data,omitempty"`
+	CorrelationKey string         `json:"correlation_key,omitempty"`
+	// Parent makes the event derived from an accepted event, under the
+	// causal bounds; without it the event is a core.manual root.
+	Parent string `json:"parent,omitempty"`
+}
+
+// EmitResponse is the accepted event and how the router handled it.
+type EmitResponse struct {
+	Event    storage.Event    `json:"event"`
+	Decision runtime.Decision `json:"decision"`
+	// Existing is true when an earlier request with the same identity
+	// accepted it.
+	Existing bool `json:"existing"`
+}
+
+func (rs *Resources) emit(r *http.Request) (any, error) {
+	var req EmitRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	ctx, _ := actorContext(r)
+	if req.Type == "" {
+		return nil, Errorf(CodeInvalidRequest, "type is required: a namespaced event type such as deploy.requested")
+	}
+	if req.Parent != "" {
+		parent, err := rs.store.GetEvent(ctx, req.Parent)
+		if err != nil {
+			if storage.IsNotFound(err) {
+				return nil, Wrap(CodeInvalidRequest, err, "parent event "+clip(req.Parent)+" does not exist; name an accepted event")
+			}
+			return nil, err
+		}
+		if req.Scope == "" {
+			req.Scope = parent.Scope
+		} else if req.Scope != parent.Scope {
+			return nil, Errorf(CodeInvalidRequest, "a derived event stays in its parent's scope %s; leave scope out or name that one", parent.Scope)
+		}
+	}
+	if req.Scope == "" {
+		return nil, Errorf(CodeInvalidRequest, "scope is required (or a parent, whose scope the event takes)")
+	}
+	snap := rs.config.Active()
+	if sc, ok := snap.Scope(req.Scope); !ok || !sc.Active {
+		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+	}
+	data, err := objectData("data", req.Data)
+	if err != nil {
+		return nil, err
+	}
+	delivery, err := derived(r, "events.emit")
+	if err != nil {
+		return nil, err
+	}
+	res, err := rs.control.Emit(ctx, runtime.EmitRequest{
+		Scope: req.Scope, Type: req.Type, Data: data, CorrelationKey: req.CorrelationKey, Parent: req.Parent, DeliveryID: delivery,
+	})
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	status := http.StatusCreated
+	if res.Event.Replayed {
+		status = http.StatusOK
+	}
+	return &Response{Status: status, Body: EmitResponse{Event: res.Event, Decision: res.Decision, Existing: res.Event.Replayed}}, nil
+}

@@ -1,0 +1,168 @@
+package mgmttest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+)
+
+// CanaryReference is the text of the secret reference StackConfig plants:
+// it must never appear in a response or in the SQLite file.
+const CanaryReference = "OC_CANARY_REFERENCE_7f3a"
+
+// StackConfig is the configuration a Stack starts with by default: a
+// setup scope (one shell binding with a grant and a secret selection, a
+// route starting Work for deploy.* events) and a team scope under it with
+// two bindings.
+var StackConfig = []byte(`{
+  "version": 1,
+  "secrets": {"canary": "env:` + CanaryReference + `"},
+  "scopes": {
+    "setup": {
+      "authorization": {"operations": ["emit", "create_work", "wait", "declare_outcome", "read_context"], "reads": ["work", "events"]},
+      "bindings": {"shell": {"executor": "shell", "config": {"command": ["sh", "-c", "echo hi"]}, "operations": ["emit", "declare_outcome"],
+        "secrets": {"TOKEN": "canary"}, "grants": {"extra": {"operations": ["wait"]}}}},
+      "routes": [{"id": "deploys", "match": {"type": "deploy.*"}, "binding": "shell"}]
+    },
+    "team": {
+      "parent": "setup",
+      "authorization": {"operations": ["emit"], "reads": ["work"]},
+      "bindings": {"a": {"executor": "shell", "config": {"command": ["true"]}}, "b": {"executor": "shell", "config": {"command": ["true"]}}}
+    }
+  }
+}
+`)
+
+// StackOptions configure a Stack.
+type StackOptions struct {
+	// StateDir reuses a state directory (a restart); empty makes one.
+	StateDir string
+	// Default is the default configuration (StackConfig when nil).
+	Default []byte
+	// ConfigFile, when set, is written to <state>/config.json first.
+	ConfigFile []byte
+	Clock      *clock.Fake
+	// IDs is kept across restarts; nil makes one.
+	IDs *ids.Generator
+	// Registry validates configurations; nil is config.ReleaseRegistry().
+	Registry *config.Registry
+}
+
+// Stack is the management server with every resource route, on a real
+// SQLite store in its state directory, with the real runtime, config
+// service and artifacts: what the daemon serves, without a scheduler.
+type Stack struct {
+	*Harness
+	Store     *sqlite.Store
+	IDs       *ids.Generator
+	Runtime   *runtime.Runtime
+	Control   *runtime.Control
+	Artifacts *storage.Artifacts
+	Config    *management.ConfigService
+	Resources *management.Resources
+	Cursors   *management.Cursors
+}
+
+// StartStack starts a Stack and stops it when the test ends. A config
+// that does not restore fails the test; use OpenStack to see the error.
+func StartStack(t testing.TB, opts StackOptions) *Stack {
+	t.Helper()
+	s, err := OpenStack(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// OpenStack is StartStack returning Restore's error instead of failing.
+func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
+	t.Helper()
+	ctx := context.Background()
+	if opts.StateDir == "" {
+		opts.StateDir = NewStateDir(t)
+	}
+	if opts.Default == nil {
+		opts.Default = StackConfig
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.NewFake(Epoch)
+	}
+	if opts.IDs == nil {
+		opts.IDs = ids.NewGenerator(opts.Clock, rand.NewChaCha8([32]byte{7}))
+	}
+	if err := management.PrepareStateDir(opts.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if opts.ConfigFile != nil {
+		if err := os.WriteFile(filepath.Join(opts.StateDir, management.ConfigFileName), opts.ConfigFile, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(opts.StateDir, "coordination.db"), Clock: opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry})
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	if err := cfg.Restore(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	t.Cleanup(func() { store.Close() })
+	rt, err := runtime.New(runtime.Options{Clock: opts.Clock, IDs: opts.IDs, Routes: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := runtime.NewControl(runtime.ControlOptions{Runtime: rt, Store: store})
+	arts, err := storage.NewArtifacts(store, filepath.Join(opts.StateDir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := management.LoadCursorKey(ctx, store, rand.NewChaCha8([32]byte{9}), opts.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursors, err := management.NewCursors(key, nil, opts.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := management.NewResources(management.ResourcesOptions{
+		Store: store, Control: ctl, Artifacts: arts, Config: cfg, Cursors: cursors, Clock: opts.Clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Start(t, Options{
+		StateDir:    opts.StateDir,
+		Credentials: management.StoreCredentials(store),
+		Idempotency: management.StoreIdempotency(store),
+		Health:      cfg,
+		Clock:       opts.Clock,
+		CursorKey:   key,
+		Routes:      res.Routes(),
+		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
+			return runtime.WithActor(ctx, p.Actor())
+		},
+	})
+	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors}, nil
+}
+
+// Stop stops the server, releases the lock and closes the store, so that
+// the state directory can be opened again (a restart).
+func (s *Stack) Stop() error {
+	return errors.Join(s.Harness.Stop(), s.Store.Close())
+}

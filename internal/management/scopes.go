@@ -1,0 +1,205 @@
+package management
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// The scope routes, read from the active configuration generation: list,
+// get, route trace and route samples. They never show a secret reference
+// or an executor's config (GET /v1/config shows the redacted document).
+
+// ScopeView is a scope as the API shows it.
+type ScopeView struct {
+	ID      string `json:"id"`
+	Parent  string `json:"parent,omitempty"`
+	Enabled bool   `json:"enabled"`
+	Removed bool   `json:"removed"`
+	// Active: enabled, not removed, and every ancestor active.
+	Active        bool              `json:"active"`
+	Authorization AuthorizationView `json:"authorization"`
+	Bindings      []BindingView     `json:"bindings"`
+	Routes        []RouteView       `json:"routes"`
+	// Generation is the active configuration generation it comes from.
+	Generation int64 `json:"generation"`
+}
+
+// AuthorizationView is a scope's effective ceiling, operation names only.
+type AuthorizationView struct {
+	Operations []string `json:"operations"`
+	Reads      []string `json:"reads"`
+}
+
+// BindingView is a binding's effective authority.
+type BindingView struct {
+	ID         string              `json:"id"`
+	Executor   string              `json:"executor"`
+	Operations []string            `json:"operations"`
+	Grants     map[string][]string `json:"grants"`
+	// Secrets maps environment variables to secret names, never to a
+	// reference.
+	Secrets  map[string]string `json:"secrets"`
+	Requires []string          `json:"requires"`
+	Playbook string            `json:"playbook,omitempty"`
+}
+
+// RouteView is one ordered route of a scope.
+type RouteView struct {
+	ID          string `json:"id"`
+	MatchType   string `json:"match_type"`
+	MatchSource string `json:"match_source,omitempty"`
+	Binding     string `json:"binding,omitempty"`
+	Effect      string `json:"effect"`
+}
+
+func orEmptyList(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func scopeView(sc *config.EffectiveScope, generation int64) ScopeView {
+	v := ScopeView{
+		ID: sc.ID, Parent: sc.Parent, Enabled: sc.Enabled, Removed: sc.Removed, Active: sc.Active,
+		Authorization: AuthorizationView{Operations: orEmptyList(sc.Operations), Reads: orEmptyList(sc.Reads)},
+		Bindings:      []BindingView{}, Routes: []RouteView{}, Generation: generation,
+	}
+	ids := make([]string, 0, len(sc.Bindings))
+	for id := range sc.Bindings {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		b := sc.Bindings[id]
+		bv := BindingView{ID: id, Executor: b.Executor, Operations: orEmptyList(b.Operations), Grants: map[string][]string{},
+			Secrets: map[string]string{}, Requires: []string{}, Playbook: b.Playbook}
+		for g, ops := range b.Grants {
+			bv.Grants[g] = orEmptyList(ops)
+		}
+		for env, name := range b.Secrets {
+			bv.Secrets[env] = name
+		}
+		for _, c := range b.Requires {
+			bv.Requires = append(bv.Requires, string(c))
+		}
+		v.Bindings = append(v.Bindings, bv)
+	}
+	for _, rt := range sc.Routes {
+		v.Routes = append(v.Routes, RouteView{ID: rt.ID, MatchType: rt.Match.Type, MatchSource: rt.Match.Source, Binding: rt.Binding, Effect: string(rt.Effect)})
+	}
+	return v
+}
+
+// listScopes serves GET /v1/scopes: every scope of the active generation,
+// tombstones included, by id, in one page.
+func (rs *Resources) listScopes(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	snap := rs.config.Active()
+	page := Page[ScopeView]{Items: []ScopeView{}}
+	for _, sc := range snap.Scopes() {
+		page.Items = append(page.Items, scopeView(sc, snap.Generation))
+	}
+	return page, nil
+}
+
+func (rs *Resources) scope(r *http.Request) (*config.Snapshot, *config.EffectiveScope, error) {
+	id := r.PathValue("id")
+	snap := rs.config.Active()
+	sc, ok := snap.Scope(id)
+	if !ok {
+		return nil, nil, Errorf(CodeNotFound, "no scope has id %s in configuration generation %d (open-conduit scopes lists them)", clip(id), snap.Generation)
+	}
+	return snap, sc, nil
+}
+
+func (rs *Resources) getScope(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	snap, sc, err := rs.scope(r)
+	if err != nil {
+		return nil, err
+	}
+	return Tagged(fmt.Sprintf("scope/%s/%d", sc.ID, snap.Generation), scopeView(sc, snap.Generation)), nil
+}
+
+// TraceRequest is the body of POST /v1/scopes/{id}/route/trace: a
+// hypothetical Event.
+type TraceRequest struct {
+	Type string `json:"type"`
+	// Source defaults to core.manual.
+	Source         string `json:"source,omitempty"`
+	CorrelationKey string `json:"correlation_key,omitempty"`
+	// WorkID, without a correlation key, resolves the event to that Work
+	// (a Work's id is one of its keys).
+	WorkID string         `json:"work_id,omitempty"`
+	Data   jsontext.Value `json:"data,omitempty"`
+}
+
+// TraceResponse is how the router would handle the event now.
+type TraceResponse struct {
+	Scope      string           `json:"scope"`
+	Generation int64            `json:"generation"`
+	Decision   runtime.Decision `json:"decision"`
+}
+
+// traceRoute answers how the router would handle a hypothetical event in
+// the scope now, against the active generation and the current Work
+// state. Nothing is accepted, routed or recorded. An event acceptance
+// would refuse is refused with invalid_request.
+func (rs *Resources) traceRoute(r *http.Request) (any, error) {
+	var req TraceRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	snap, sc, err := rs.scope(r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := objectData("data", req.Data)
+	if err != nil {
+		return nil, err
+	}
+	key := req.CorrelationKey
+	if key == "" {
+		key = req.WorkID
+	}
+	ev := storage.Event{Type: req.Type, Source: req.Source, Scope: sc.ID, Work: req.WorkID, CorrelationKey: key, Data: data}
+	if err := runtime.CheckTraceEvent(&ev); err != nil {
+		return nil, controlErr(err)
+	}
+	d, err := rs.control.Trace(r.Context(), ev)
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	return TraceResponse{Scope: sc.ID, Generation: snap.Generation, Decision: d}, nil
+}
+
+// RouteSample is a named sample Event a scope's route handlers offer.
+type RouteSample struct {
+	Name  string         `json:"name"`
+	Event map[string]any `json:"event"`
+}
+
+// routeSamples serves GET /v1/scopes/{id}/route/samples. No route handler
+// of this release offers samples, so the list is empty for every scope
+// that exists.
+func (rs *Resources) routeSamples(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	if _, _, err := rs.scope(r); err != nil {
+		return nil, err
+	}
+	return Page[RouteSample]{Items: []RouteSample{}}, nil
+}

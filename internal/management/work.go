@@ -1,0 +1,265 @@
+package management
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// The Work routes: list and get (with an ETag), manual create, cancel,
+// retry and wake.
+
+// workFilters are the filters of GET /v1/work, bound into its cursors.
+type workFilters struct {
+	Scope  string `json:"scope"`
+	State  string `json:"state"`
+	Parent string `json:"parent"`
+}
+
+const workStates = "ready, running, waiting, succeeded, failed or cancelled"
+
+func (rs *Resources) listWork(r *http.Request) (any, error) {
+	q, limit, cursor, err := listQuery(r, "scope", "state", "parent")
+	if err != nil {
+		return nil, err
+	}
+	f := workFilters{Scope: q.Get("scope"), State: q.Get("state"), Parent: q.Get("parent")}
+	if err := checkState("state", f.State, func(s string) bool { return storage.WorkState(s).Valid() }, workStates); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
+		return rs.store.ListWork(ctx, &storage.ListWorkParams{Scope: f.Scope, State: storage.WorkState(f.State), Parent: f.Parent, Page: p})
+	}, func(w storage.Work) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
+}
+
+// workETag is the entity tag of a Work at its revision.
+func workETag(w storage.Work) string { return fmt.Sprintf("work/%s/%d", w.ID, w.Revision) }
+
+func (rs *Resources) getWork(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	w, err := rs.store.GetWork(r.Context(), id)
+	if err != nil {
+		return nil, notFound(err, "Work", id)
+	}
+	return Tagged(workETag(w), w), nil
+}
+
+// InputRequest is the input bound to a manual Work.
+type InputRequest struct {
+	// Type defaults to DefaultInputType.
+	Type string         `json:"type,omitempty"`
+	Data jsontext.Value `json:"data,omitempty"`
+}
+
+// DefaultInputType is the type of a manual Work's input when none is given.
+const DefaultInputType = "manual.input"
+
+// CreateWorkRequest is the body of POST /v1/work.
+type CreateWorkRequest struct {
+	Scope string `json:"scope"`
+	// Binding may be left out when the scope has exactly one binding.
+	Binding        string        `json:"binding,omitempty"`
+	Input          *InputRequest `json:"input,omitempty"`
+	CorrelationKey string        `json:"correlation_key,omitempty"`
+	Grants         []string      `json:"grants,omitempty"`
+}
+
+// CreateWorkResponse is the body of a Work creation.
+type CreateWorkResponse struct {
+	Work         storage.Work  `json:"work"`
+	CreatedEvent storage.Event `json:"created_event"`
+	InputEvent   storage.Event `json:"input_event"`
+	// Existing is true when the Work already existed under the identity
+	// this request's Idempotency-Key derives.
+	Existing bool `json:"existing"`
+}
+
+// derivedEpoch is the time field of identities derived from a key: a
+// constant, so that a retry derives the same id.
+var derivedEpoch = time.Unix(0, 0).UTC()
+
+func (rs *Resources) createWork(r *http.Request) (any, error) {
+	var req CreateWorkRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	snap := rs.config.Active()
+	if req.Scope == "" {
+		return nil, Errorf(CodeInvalidRequest, "scope is required: name the scope the Work runs in (open-conduit scopes lists them)")
+	}
+	sc, ok := snap.Scope(req.Scope)
+	if !ok || !sc.Active || sc.Bindings == nil {
+		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+	}
+	if req.Binding == "" {
+		if len(sc.Bindings) != 1 {
+			names := make([]string, 0, len(sc.Bindings))
+			for id := range sc.Bindings {
+				names = append(names, id)
+			}
+			sort.Strings(names)
+			return nil, Errorf(CodeInvalidRequest, "scope %s has %d bindings (%s); name one with binding", req.Scope, len(names), strings.Join(names, ", "))
+		}
+		for id := range sc.Bindings {
+			req.Binding = id
+		}
+	}
+	b, ok := sc.Bindings[req.Binding]
+	if !ok {
+		return nil, Errorf(CodeInvalidRequest, "scope %s has no binding %s", req.Scope, clip(req.Binding))
+	}
+	for _, g := range req.Grants {
+		if _, ok := b.Grants[g]; !ok {
+			return nil, Errorf(CodeInvalidRequest, "binding %s of scope %s has no grant %s", req.Binding, req.Scope, clip(g))
+		}
+	}
+	var input *runtime.InputSpec
+	if req.Input != nil {
+		input = &runtime.InputSpec{Type: req.Input.Type, Data: json.RawMessage(`{}`)}
+		if input.Type == "" {
+			input.Type = DefaultInputType
+		}
+		if req.Input.Data != nil {
+			data, err := objectData("input.data", req.Input.Data)
+			if err != nil {
+				return nil, err
+			}
+			input.Data = data
+		}
+	}
+	var keys []string
+	if req.CorrelationKey != "" {
+		keys = []string{req.CorrelationKey}
+	}
+	key, err := derived(r, "work.create")
+	if err != nil {
+		return nil, err
+	}
+	ctx, _ := actorContext(r)
+	res, err := rs.control.CreateWork(ctx, runtime.CreateWorkRequest{
+		ID: ids.Derive(ids.Work, derivedEpoch, key), Scope: req.Scope, Binding: req.Binding, Keys: keys,
+		Grants: slices.Clone(req.Grants), Input: input,
+	})
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	return &Response{Status: status, ETag: workETag(res.Work),
+		Body: CreateWorkResponse{Work: res.Work, CreatedEvent: res.Created, InputEvent: res.Input, Existing: res.Replayed}}, nil
+}
+
+// ControlBody is the body of the cancel and retry controls.
+type ControlBody struct {
+	// Reason is a short note recorded on the control event.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ControlResponse is the body of a control's answer: the control event
+// and the state it left.
+type ControlResponse struct {
+	Event     storage.Event      `json:"event"`
+	Work      storage.Work       `json:"work"`
+	Execution *storage.Execution `json:"execution,omitempty"`
+	// Existing is true when an earlier request with the same identity
+	// already did it; the state is read, not changed.
+	Existing bool `json:"existing"`
+}
+
+const maxReason = 512
+
+func (rs *Resources) runControl(r *http.Request, op string, do func(runtime.ControlRequest) (runtime.ControlResult, error)) (any, error) {
+	var body ControlBody
+	if err := DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	if len(body.Reason) > maxReason {
+		return nil, Errorf(CodeInvalidRequest, "reason is longer than %d bytes", maxReason)
+	}
+	id := r.PathValue("id")
+	delivery, err := derived(r, op, id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := do(runtime.ControlRequest{Target: id, Reason: body.Reason, DeliveryID: delivery})
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	out := ControlResponse{Event: res.Event, Work: res.Work, Existing: res.Replayed}
+	if res.Execution.ID != "" {
+		e := res.Execution
+		out.Execution = &e
+	}
+	return out, nil
+}
+
+func (rs *Resources) cancelWork(r *http.Request) (any, error) {
+	ctx, _ := actorContext(r)
+	return rs.runControl(r, "work.cancel", func(req runtime.ControlRequest) (runtime.ControlResult, error) {
+		return rs.control.CancelWork(ctx, req)
+	})
+}
+
+func (rs *Resources) retryWork(r *http.Request) (any, error) {
+	ctx, _ := actorContext(r)
+	return rs.runControl(r, "work.retry", func(req runtime.ControlRequest) (runtime.ControlResult, error) {
+		return rs.control.Retry(ctx, req)
+	})
+}
+
+// WakeBody is the body of POST /v1/work/{id}/wake.
+type WakeBody struct {
+	// Type defaults to core.manual.wake.
+	Type string         `json:"type,omitempty"`
+	Data jsontext.Value `json:"data,omitempty"`
+}
+
+// WakeResponse says what a wake did.
+type WakeResponse struct {
+	Event    storage.Event    `json:"event"`
+	Decision runtime.Decision `json:"decision"`
+	// Matched is true when the event satisfied a Wait.
+	Matched bool `json:"matched"`
+}
+
+func (rs *Resources) wakeWork(r *http.Request) (any, error) {
+	var body WakeBody
+	if err := DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	ctx, _ := actorContext(r)
+	w, err := rs.store.GetWork(ctx, id)
+	if err != nil {
+		return nil, notFound(err, "Work", id)
+	}
+	data, err := objectData("data", body.Data)
+	if err != nil {
+		return nil, err
+	}
+	delivery, err := derived(r, "work.wake", id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rs.control.Wake(ctx, runtime.WakeRequest{Scope: w.Scope, Key: w.ID, Type: body.Type, Data: data, DeliveryID: delivery})
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	return WakeResponse{Event: res.Event, Decision: res.Decision, Matched: res.Matched}, nil
+}
