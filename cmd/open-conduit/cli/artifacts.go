@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"regexp"
+
+	"github.com/spf13/cobra"
+
+	"github.com/open-conduit/open-conduit/client"
+)
+
+func init() { commands = append(commands, newArtifactsCmd) }
+
+func newArtifactsCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "artifacts",
+		Short: "List, show and read artifacts (logs and other output of executions)",
+		Args:  cobra.NoArgs,
+		RunE:  subcommandNeeded("list, get ID, cat ID"),
+	}
+	cmd.AddCommand(newArtifactsListCmd(s), newArtifactsGetCmd(s), newArtifactsCatCmd(s))
+	return cmd
+}
+
+func newArtifactsListCmd(s Streams) *cobra.Command {
+	var f client.ArtifactFilter
+	var lf listFlags
+	cmd := &cobra.Command{
+		Use:   "list [--work W] [--execution E]",
+		Short: "List artifacts, oldest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			f.Page = lf.page()
+			list, err := c.ListArtifacts(cmd.Context(), f)
+			if err != nil {
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, list.Raw)
+			}
+			rows := [][]string{{"ID", "NAME", "TYPE", "SIZE", "EXECUTION", "WORK", "CREATED"}}
+			for _, a := range list.Items {
+				rows = append(rows, []string{a.ID, a.Name, a.MediaType, itoa(a.Size), a.Execution, a.Work, when(a.CreatedAt)})
+			}
+			if err := printLines(s.Out, rows); err != nil {
+				return err
+			}
+			printNext(s, cmd, list.NextCursor)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.Work, "work", "", "only the artifacts of this Work")
+	cmd.Flags().StringVar(&f.Execution, "execution", "", "only the artifacts of this execution")
+	lf.add(cmd)
+	return cmd
+}
+
+func newArtifactsGetCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one artifact's metadata",
+		Args:  oneArg("artifact ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			a, err := c.GetArtifact(cmd.Context(), args[0], nil)
+			if err != nil {
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, a.Raw)
+			}
+			return printLines(s.Out, [][]string{
+				{"artifact", a.ID}, {"name", a.Name}, {"type", a.MediaType}, {"size", itoa(a.Size)}, {"sha256", a.SHA256},
+				{"execution", a.Execution}, {"work", a.Work}, {"created", when(a.CreatedAt)},
+			})
+		},
+	}
+}
+
+// byteRange is what --range accepts: a-b, a- or -n.
+var byteRange = regexp.MustCompile(`^([0-9]+-[0-9]*|-[0-9]+)$`)
+
+func newArtifactsCatCmd(s Streams) *cobra.Command {
+	var rng string
+	cmd := &cobra.Command{
+		Use:   "cat ID [--range a-b|a-|-n]",
+		Short: "Write an artifact's bytes (a log, say) to standard output",
+		Long: `Write an artifact's bytes to standard output as they arrive. --range reads
+one byte range: a-b (bytes a to b, counted from 0, both included), a-
+(from byte a to the end) or -n (the last n bytes).`,
+		Args: oneArg("artifact ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if rng != "" && !byteRange.MatchString(rng) {
+				return usagef("--range must be a-b, a- or -n (byte positions counted from 0), such as --range 0-1023 or --range -4096")
+			}
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if _, err := c.ArtifactContent(cmd.Context(), args[0], rng, s.Out); err != nil {
+				return clientFailure(err, t)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&rng, "range", "", "one byte range: a-b, a- or -n")
+	return cmd
+}

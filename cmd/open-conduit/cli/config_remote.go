@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/open-conduit/open-conduit/client"
+)
+
+func init() {
+	configSubcommands = append(configSubcommands, newConfigGetCmd, newConfigValidateCmd, newConfigApplyCmd)
+}
+
+func newConfigGetCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get",
+		Short: "Show the daemon's active configuration (secret references redacted)",
+		Long: `Show the active configuration generation: its number, its hash, who
+published it and when, then the normalized configuration, in which every
+secret reference reads <scheme>:<redacted>.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			cfg, err := c.Config(cmd.Context(), nil)
+			if err != nil {
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, cfg.Raw)
+			}
+			if err := printLines(s.Out, [][]string{
+				{"generation", itoa(cfg.Generation)}, {"hash", cfg.Hash}, {"published by", cfg.Actor}, {"published", when(cfg.CreatedAt)},
+			}); err != nil {
+				return err
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, cfg.Config, "", "  "); err != nil {
+				pretty.Write(cfg.Config)
+			}
+			fmt.Fprintf(s.Out, "\n%s\n", pretty.Bytes())
+			return nil
+		},
+	}
+}
+
+func newConfigValidateCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a configuration file against what the running daemon registers",
+		Long: `Send a configuration file to the daemon, which checks it against what it
+registers (its executors, operations and toolsets) without applying it. The
+output is config check's: one line per problem and per warning, then
+'valid: hash <hash>' or 'invalid: N problems'. Exit 0 when valid, 1 when not.`,
+		Args: oneArg("configuration FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := readDocument(args[0])
+			if err != nil {
+				return err
+			}
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			res, err := c.ValidateConfig(cmd.Context(), doc)
+			if err != nil {
+				if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
+					return failf("%s is not a configuration document: %v", args[0], err)
+				}
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				if err := printRaw(s.Out, res.Raw); err != nil {
+					return err
+				}
+			} else {
+				printValidation(s, res.Diagnostics, res.Warnings)
+				if res.Valid {
+					fmt.Fprintf(s.Out, "valid: hash %s\n", res.Hash)
+				}
+			}
+			if !res.Valid {
+				return silent(ExitFailed)
+			}
+			return nil
+		},
+	}
+}
+
+// printValidation prints diagnostics and warnings as config check does.
+func printValidation(s Streams, diags []client.Diagnostic, warns []client.Warning) {
+	for _, d := range diags {
+		fmt.Fprintln(s.Out, d)
+	}
+	for _, w := range warns {
+		fmt.Fprintln(s.Out, "warning:", w)
+	}
+	switch n := len(diags); {
+	case n == 1:
+		fmt.Fprintln(s.Out, "invalid: 1 problem")
+	case n > 1:
+		fmt.Fprintf(s.Out, "invalid: %d problems\n", n)
+	}
+}
+
+func newConfigApplyCmd(s Streams) *cobra.Command {
+	var expected int64
+	var key string
+	cmd := &cobra.Command{
+		Use:   "apply FILE [--expected-generation N]",
+		Short: "Publish a configuration file as the daemon's next generation (admin)",
+		Long: `Publish a configuration file: the daemon validates it, saves it to
+<state>/config.json (keeping the configuration it replaces as
+config.json.last-good) and makes it the next generation, which new attempts
+use at once. Needs the admin role.
+
+--expected-generation N refuses the apply (stale_generation) if the active
+generation is no longer N, so a change made by someone else since you read
+it (open-conduit config get) is never overwritten. Without it, the command
+reads the active generation first and applies against that.`,
+		Args: oneArg("configuration FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := readDocument(args[0])
+			if err != nil {
+				return err
+			}
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if expected <= 0 {
+				cur, err := c.Config(cmd.Context(), nil)
+				if err != nil {
+					return clientFailure(err, t)
+				}
+				expected = cur.Generation
+			}
+			res, err := c.ApplyConfig(cmd.Context(), doc, expected, "", keyOpts(key))
+			if err != nil {
+				if diags := client.Diagnostics(err); len(diags) > 0 && !wantJSON(cmd) {
+					printValidation(s, diags, nil)
+					return failf("%s was not applied; fix the problems above (check it with: open-conduit config validate %s)", args[0], args[0])
+				}
+				if client.IsStaleGeneration(err) {
+					return failf("the active configuration is no longer generation %d: someone applied another since; read it (open-conduit config get) and apply again", expected)
+				}
+				if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
+					return failf("%s is not a configuration document: %v", args[0], err)
+				}
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, res.Raw)
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(s.Out, "warning:", w)
+			}
+			fmt.Fprintf(s.Out, "Applied: generation %d (was %d), hash %s.\n", res.Generation, res.PreviousGeneration, res.Hash)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&expected, "expected-generation", 0, "apply only if this is still the active generation (default: the active one, read first)")
+	keyFlag(cmd, &key)
+	return cmd
+}

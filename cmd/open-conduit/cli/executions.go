@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/open-conduit/open-conduit/client"
+)
+
+func init() { commands = append(commands, newExecutionsCmd, newExecutionCmd) }
+
+func newExecutionsCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "executions",
+		Short: "List and show executions (the attempts of Work)",
+		Args:  cobra.NoArgs,
+		RunE:  subcommandNeeded("list, get ID"),
+	}
+	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s))
+	return cmd
+}
+
+func newExecutionsListCmd(s Streams) *cobra.Command {
+	var f client.ExecutionFilter
+	var lf listFlags
+	cmd := &cobra.Command{
+		Use:   "list [--work W] [--scope S] [--state STATE]",
+		Short: "List executions, oldest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			f.Page = lf.page()
+			list, err := c.ListExecutions(cmd.Context(), f)
+			if err != nil {
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, list.Raw)
+			}
+			rows := [][]string{{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}}
+			for _, e := range list.Items {
+				exit := "-"
+				if e.State == "finished" {
+					exit = itoa(int64(e.ExitCode))
+				}
+				rows = append(rows, []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exit, itoa(e.Epoch), when(e.CreatedAt)})
+			}
+			if err := printLines(s.Out, rows); err != nil {
+				return err
+			}
+			printNext(s, cmd, list.NextCursor)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.Work, "work", "", "only the attempts of this Work")
+	cmd.Flags().StringVar(&f.Scope, "scope", "", "only executions of this scope")
+	cmd.Flags().StringVar(&f.State, "state", "", "only executions in this state: running, parked, stopping or finished")
+	lf.add(cmd)
+	return cmd
+}
+
+func newExecutionsGetCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one execution",
+		Args:  oneArg("execution ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, t, err := newClient(cmd)
+			if err != nil {
+				return err
+			}
+			e, err := c.GetExecution(cmd.Context(), args[0], nil)
+			if err != nil {
+				return clientFailure(err, t)
+			}
+			if wantJSON(cmd) {
+				return printRaw(s.Out, e.Raw)
+			}
+			rows := [][]string{
+				{"execution", e.ID}, {"work", e.Work}, {"scope", e.Scope}, {"binding", e.Binding}, {"executor", e.Executor},
+				{"generation", itoa(e.Generation)}, {"epoch", itoa(e.Epoch)}, {"state", e.State}, {"result", or(e.Result, "-")},
+			}
+			if e.State == "finished" {
+				rows = append(rows, []string{"exit code", itoa(int64(e.ExitCode))})
+			}
+			if e.Message != "" {
+				rows = append(rows, []string{"message", e.Message})
+			}
+			rows = append(rows, []string{"owner", e.Owner}, []string{"lease expires", when(e.LeaseExpiresAt)},
+				[]string{"deadline", when(e.Deadline)}, []string{"created", when(e.CreatedAt)}, []string{"updated", when(e.UpdatedAt)})
+			return printLines(s.Out, rows)
+		},
+	}
+}
+
+// newExecutionCmd is `open-conduit execution cancel ID`.
+func newExecutionCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "execution",
+		Short: "Cancel one execution",
+		Args:  cobra.NoArgs,
+		RunE:  subcommandNeeded("cancel ID"),
+	}
+	cmd.AddCommand(controlCmd(s, "cancel ID [--reason R]", "Stop one attempt and hold its Work until a retry",
+		`Cancel one execution: its attempt is fenced (the daemon stops the process)
+and its Work is held (operator_cancelled) until 'open-conduit work retry'
+starts a new attempt.`, "execution ID",
+		func(c *client.Client, ctx context.Context, id, reason string, opts *client.RequestOptions) (*client.Controlled, error) {
+			return c.CancelExecution(ctx, id, reason, opts)
+		},
+		func(r *client.Controlled) string {
+			if r.Execution == nil {
+				return fmt.Sprintf("Work %s is held until: open-conduit work retry %s", r.Work.ID, r.Work.ID)
+			}
+			return fmt.Sprintf("Execution %s is %s; Work %s is held until: open-conduit work retry %s", r.Execution.ID, r.Execution.State, r.Work.ID, r.Work.ID)
+		}))
+	return cmd
+}
