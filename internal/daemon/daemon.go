@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -256,16 +257,26 @@ func (d *Daemon) build(ctx context.Context) error {
 	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
 	d.owner = gen.New(OwnerPrefix)
 
-	snap, fromFile, err := loadStartConfig(d.state, d.opts.Registry)
+	svc, err := management.NewConfigService(management.ConfigOptions{
+		Store: d.store, StateDir: d.state, Default: bootstrap.DefaultConfig(), Registry: d.opts.Registry,
+		Clock: d.clock, Logger: d.log.With("component", "config"),
+	})
 	if err != nil {
 		return err
 	}
-	d.cfg = newStaticConfig(snap)
-	source := "the default configuration"
-	if fromFile {
-		source = ConfigFile
+	if err := svc.Restore(ctx); err != nil {
+		return err
 	}
-	d.log.Info("configuration active", "generation", d.cfg.Active().Generation, "hash", d.cfg.Active().Hash, "source", source)
+	d.cfg = svc
+	active := svc.Active()
+	d.log.Info("configuration active", "generation", active.Generation, "hash", active.Hash)
+	svc.OnApply(func(snap *config.Snapshot) {
+		// Routes, ceilings and bindings read the active snapshot on every
+		// use, so a new generation takes effect at once; a round now lets
+		// ready Work run on it.
+		d.log.Info("configuration applied", "generation", snap.Generation, "hash", snap.Hash)
+		d.Wake()
+	})
 	limits := d.cfg.Active().Limits()
 
 	if d.rt, err = runtime.New(runtime.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
@@ -284,16 +295,34 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 
-	be := openBackends(d.store)
+	cursorKey, err := management.LoadCursorKey(ctx, d.store, d.opts.Entropy, d.clock.Now())
+	if err != nil {
+		return fmt.Errorf("cannot load the list cursor key: %w", err)
+	}
+	cursors, err := management.NewCursors(cursorKey, d.opts.Entropy, d.clock)
+	if err != nil {
+		return err
+	}
+	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
+		return err
+	}
+	resources, err := management.NewResources(management.ResourcesOptions{
+		Store: d.store, Control: d.ctl, Artifacts: d.arts, Config: svc, Cursors: cursors, Clock: d.clock,
+	})
+	if err != nil {
+		return err
+	}
 	d.srv, err = management.New(management.Options{
-		Credentials:     be.credentials,
+		Credentials:     management.StoreCredentials(d.store),
 		ExecutionTokens: management.ToolbeltTokens(d.tb),
-		Idempotency:     be.idempotency,
-		Health:          management.HealthFunc(func(context.Context) (int64, error) { return d.cfg.Active().Generation, nil }),
+		Idempotency:     management.StoreIdempotency(d.store),
+		Health:          svc,
 		Clock:           d.clock,
 		Entropy:         d.opts.Entropy,
+		CursorKey:       cursorKey,
 		Version:         d.opts.Version,
 		Logger:          d.log.With("component", "management"),
+		Routes:          resources.Routes(),
 		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
 			return runtime.WithActor(ctx, p.Actor())
 		},
@@ -316,9 +345,6 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }}, d.closers...)
 	binDir, err := linkOS(d.state, d.opts.Executable)
 	if err != nil {
-		return err
-	}
-	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
 		return err
 	}
 	for _, dir := range []string{ExecutionsDir, PlaybooksDir} {
@@ -440,4 +466,16 @@ func (d *Daemon) Close() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// OpenCredentials opens the operator credentials kept in a state
+// directory's coordination storage, for `open-conduit auth recover`, which
+// runs with the daemon stopped and the lock held by the caller. The closer
+// closes storage.
+func OpenCredentials(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error) {
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return management.StoreCredentials(store), store, nil
 }

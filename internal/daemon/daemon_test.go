@@ -307,7 +307,7 @@ func TestInvalidConfigFileStopsTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), options(t, state, io.Discard))
-	var ce *StartConfigError
+	var ce *management.FileError
 	if !errors.As(err, &ce) || len(ce.Diagnostics) == 0 {
 		t.Fatalf("New with an invalid config.json: %v, want its diagnostics", err)
 	}

@@ -111,7 +111,6 @@ func (d *Daemon) sweep(ctx context.Context) {
 // daemon left, and revokes an ended execution's tokens. Running, stopping
 // and parked executions keep theirs.
 func (d *Daemon) sweepRuns(ctx context.Context) {
-	ended := map[string]bool{}
 	swept, err := d.dirs.Sweep(func(id string) bool {
 		exe, err := d.store.GetExecution(ctx, id)
 		switch {
@@ -122,18 +121,18 @@ func (d *Daemon) sweepRuns(ctx context.Context) {
 		case exe.Live():
 			return true
 		}
-		ended[id] = true
+		// Revoke first, so that no token of an ended execution outlives
+		// its socket.
+		if _, err := d.tb.RevokeExecution(ctx, id); err != nil {
+			d.log.Error("revoking an ended execution's tokens failed", "execution", id, "error", err)
+			return true
+		}
 		return false
 	})
 	if err != nil {
 		d.log.Error("run directory sweep failed", "error", err)
 	}
 	for _, s := range swept {
-		if ended[s.ExecutionID] {
-			if _, err := d.tb.RevokeExecution(ctx, s.ExecutionID); err != nil {
-				d.log.Error("revoking an ended execution's tokens failed", "execution", s.ExecutionID, "error", err)
-			}
-		}
 		d.log.Info("run directory removed", "execution", s.ExecutionID, "key", s.Key)
 	}
 }

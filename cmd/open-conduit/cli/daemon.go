@@ -6,7 +6,11 @@ import (
 	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
-func init() { commands = append(commands, newDaemonCmd) }
+func init() {
+	commands = append(commands, newDaemonCmd)
+	// auth recover opens the credentials where the daemon keeps them.
+	openCredentials = daemon.OpenCredentials
+}
 
 // runDaemon runs the daemon; tests replace it to check what the command
 // passes.
