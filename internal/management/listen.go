@@ -6,8 +6,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"sync"
 	"syscall"
+
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // MaxSocketPath is the longest socket path Listen accepts, in bytes. macOS
@@ -16,10 +17,6 @@ const MaxSocketPath = 100
 
 // SocketName is the management socket's name inside the state directory.
 const SocketName = "management.sock"
-
-// umaskMu serialises this package's umask changes. The umask is
-// process-wide; holding it for the bind alone keeps the window short.
-var umaskMu sync.Mutex
 
 // Listen opens the management socket at path. The caller must hold the
 // state directory's lock: only then is a socket left at path stale (its
@@ -37,18 +34,9 @@ func Listen(path string, lock *Lock) (*net.UnixListener, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	addr := &net.UnixAddr{Name: path, Net: "unix"}
-	umaskMu.Lock()
-	old := syscall.Umask(0o077)
-	l, err := net.ListenUnix("unix", addr)
-	syscall.Umask(old)
-	umaskMu.Unlock()
+	l, err := unixsock.Bind(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("cannot set mode 0600 on %s: %w", path, err)
 	}
 	l.SetUnlinkOnClose(true)
 	return l, nil

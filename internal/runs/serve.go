@@ -12,10 +12,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // server is one execution's socket being served.
@@ -200,30 +201,9 @@ func (d *Dirs) removeStale(path string) error {
 	return nil
 }
 
-// umaskMu serialises the host's own binds: the umask is process-wide.
-var umaskMu sync.Mutex
-
-// listen binds a Unix socket at path and makes it 0600. The bind runs under
-// umask 077 so the socket is never open to others, not even for the moment
-// before the chmod (its directory is owner-only as well). 077 rather than
-// 177 because the umask is process-wide: a directory another goroutine
-// creates in that moment must stay usable by its owner.
+// listen binds a Unix socket at path, owner-only from the start. The
+// listener does not unlink on close: closeLocked removes the file itself,
+// and only while it is still the socket bound here.
 func listen(path string) (net.Listener, error) {
-	umaskMu.Lock()
-	old := syscall.Umask(0o077)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
-	umaskMu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	// closeLocked removes the file itself, and only while it is still the
-	// socket bound here.
-	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		os.Remove(path)
-		return nil, err
-	}
-	return ln, nil
+	return unixsock.Bind(path)
 }
