@@ -122,6 +122,10 @@ type Server struct {
 
 	mu   sync.Mutex
 	http *http.Server
+	// stopped is set by Shutdown and Close, so that a Serve that starts
+	// after them (its goroutine scheduled late) returns at once instead of
+	// serving a server its owner already stopped.
+	stopped bool
 }
 
 // New checks the options and the route table and builds the server. A
@@ -438,6 +442,11 @@ func (s *Server) Serve(l net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
 	if s.http != nil {
 		s.mu.Unlock()
 		return errors.New("management: Serve called twice")
@@ -455,6 +464,7 @@ func (s *Server) Serve(l net.Listener) error {
 // until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	s.stopped = true
 	hs := s.http
 	s.mu.Unlock()
 	if hs == nil {
@@ -466,6 +476,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close stops serving at once.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	s.stopped = true
 	hs := s.http
 	s.mu.Unlock()
 	if hs == nil {
