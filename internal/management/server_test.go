@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -622,5 +625,38 @@ func TestPrincipalOnContext(t *testing.T) {
 		if got[0] != want || got[1] != "bridged "+want {
 			t.Fatalf("principal %q, hook %q; want %q", got[0], got[1], want)
 		}
+	}
+}
+
+// TestShutdownBeforeServe: a Serve whose goroutine starts only after the
+// owner already shut the server down returns at once instead of serving
+// forever.
+func TestShutdownBeforeServe(t *testing.T) {
+	h := mgmttest.Start(t, mgmttest.Options{})
+	srv, err := management.New(management.Options{Credentials: h.Credentials, Idempotency: h.Idempotency, Health: management.HealthFunc(func(context.Context) (int64, error) { return 1, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ocsd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve after Shutdown is still serving")
 	}
 }
