@@ -744,3 +744,28 @@ func TestResourceRoleTable(t *testing.T) {
 		}
 	}
 }
+
+// TestOpaqueIDsWithSlashes reads records whose ids contain "/", sent as
+// one escaped path segment.
+func TestOpaqueIDsWithSlashes(t *testing.T) {
+	ctx := context.Background()
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
+	err := s.Store.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "github/pr/12", Scope: "setup", Binding: "shell", State: storage.WorkReady, CreatedAt: s.Clock.Now()})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Client.GetWork(ctx, "github/pr/12", nil)
+	if err != nil || w.ID != "github/pr/12" {
+		t.Fatalf("get = %+v, %v", w, err)
+	}
+	res, err := s.Client.CancelWork(ctx, "github/pr/12", "", nil)
+	if err != nil || res.Work.State != "cancelled" {
+		t.Fatalf("cancel = %+v, %v", res, err)
+	}
+	// Unescaped, the id is three segments: no such route.
+	got := do(t, s.Harness, req{method: "GET", path: "/v1/work/github/pr/12", token: s.OwnerToken(t)})
+	expect(t, got, http.StatusNotFound, "not_found")
+}
