@@ -57,9 +57,14 @@ func configDocument(v jsontext.Value) ([]byte, error) {
 	if v.Kind() != '{' {
 		return nil, Errorf(CodeInvalidRequest, "config must be a JSON object (the configuration document)")
 	}
+	// Saved for people to read: indented, unless that would take it past
+	// the configuration's size limit.
 	doc := jsontext.Value(append([]byte(nil), v...))
 	if err := doc.Indent(jsontext.WithIndent("  ")); err != nil {
 		return nil, Wrap(CodeInvalidRequest, err, "config is not valid JSON")
+	}
+	if len(doc)+1 > config.MaxSize {
+		doc = append(doc[:0], v...)
 	}
 	return append(doc, '\n'), nil
 }

@@ -2,7 +2,8 @@
 // Unix socket in a fresh, short, owner-only state directory, under the
 // directory's lock, with the owner's token bootstrapped into its real
 // token file. It also holds small in-memory backends that keep the rules
-// of the real ones.
+// of the real ones, and StartStack, the server with every resource route
+// on a real SQLite store, runtime and config service.
 //
 // It must never be imported by production code.
 package mgmttest
