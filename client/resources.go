@@ -220,6 +220,18 @@ func (c *Client) TraceRoute(ctx context.Context, scope string, ev TraceRequest) 
 	return &out, err
 }
 
+// Sample is a named sample Event a scope's route handlers offer.
+type Sample struct {
+	Name  string         `json:"name"`
+	Event jsontext.Value `json:"event"`
+}
+
+// RouteSamples lists the sample Events the scope's route handlers offer
+// (none in this release).
+func (c *Client) RouteSamples(ctx context.Context, scope string) (*List[Sample], error) {
+	return list[Sample](ctx, c, "/v1/scopes/"+PathEscape(scope)+"/route/samples")
+}
+
 // ---- work ----
 
 // Work is a unit of work.
@@ -511,6 +523,7 @@ type Wait struct {
 	SatisfiedBy  string    `json:"satisfied_by,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+	Read         `json:"-"`
 }
 
 // WaitFilter filters the wait list.
@@ -524,6 +537,14 @@ func (c *Client) ListWaits(ctx context.Context, f WaitFilter) (*List[Wait], erro
 	q := url.Values{"work": {f.Work}, "scope": {f.Scope}, "state": {f.State}}
 	f.Page.add(q)
 	return list[Wait](ctx, c, query("/v1/waits", q))
+}
+
+// GetWait reads one wait.
+func (c *Client) GetWait(ctx context.Context, id string, opts *RequestOptions) (*Wait, error) {
+	var out Wait
+	rd, err := get(ctx, c, "/v1/waits/"+PathEscape(id), opts, &out)
+	out.Read = rd
+	return &out, err
 }
 
 // ---- artifacts ----

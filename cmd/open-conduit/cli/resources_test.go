@@ -341,3 +341,26 @@ func awaitNewWork(t *testing.T, s *mgmttest.Stack, before int) string {
 	t.Fatal("the command created no Work")
 	return ""
 }
+
+func TestRouteCommand(t *testing.T) {
+	serveStack(t)
+	out := mustRun(t, 0, "route", "--scope", "setup", "--trace", "deploy.requested")
+	if !strings.Contains(out, "deploys") || !strings.Contains(out, "match") || !strings.Contains(out, "effect: start") {
+		t.Errorf("trace said %q", out)
+	}
+	if out := mustRun(t, 0, "route", "--scope", "setup", "--trace", "note.added", "--data", `{"a":1}`); !strings.Contains(out, "effect: unmatched") || !strings.Contains(out, "skip") {
+		t.Errorf("unmatched trace said %q", out)
+	}
+	if out := mustRun(t, 0, "route", "--scope", "setup", "--samples"); !strings.Contains(out, "no sample") {
+		t.Errorf("samples said %q", out)
+	}
+	mustRun(t, 2, "route", "--scope", "setup")
+	mustRun(t, 2, "route", "--trace", "a.b")
+	mustRun(t, 2, "route", "--scope", "setup", "--trace", "a.b", "--samples")
+	if out := mustRun(t, 1, "route", "--scope", "setup", "--trace", "core.work.created"); !strings.Contains(out, "invalid_request") {
+		t.Errorf("trace of a core type said %q", out)
+	}
+	if out := mustRun(t, 0, "events", "list"); strings.Contains(out, "deploy.requested") {
+		t.Errorf("a trace recorded an event: %q", out)
+	}
+}
