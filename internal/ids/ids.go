@@ -61,9 +61,11 @@ func (g *Generator) New(prefix string) string {
 
 // Derive returns a stable identifier with the given prefix derived from the
 // parts, so that a retried request names the same record. The parts are
-// joined unambiguously before hashing. Derived identifiers do not sort by
-// time; at only fills the ULID's time field, so pass a time that is itself
-// stable across retries (for example the parent record's creation time).
+// joined unambiguously before hashing. A derived identifier does not sort
+// by creation: with a non-zero at (a time that is itself stable across
+// retries, such as the parent record's creation time) the ULID's time field
+// is at, so it sorts near its parent; with the zero time every bit comes
+// from the hash.
 func Derive(prefix string, at time.Time, parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
@@ -77,8 +79,12 @@ func Derive(prefix string, at time.Time, parts ...string) string {
 	}
 	sum := h.Sum(nil)
 	var id ulid.ULID
-	_ = id.SetTime(ulid.Timestamp(at))
-	_ = id.SetEntropy(sum[:10])
+	if at.IsZero() {
+		copy(id[:], sum)
+	} else {
+		_ = id.SetTime(ulid.Timestamp(at))
+		_ = id.SetEntropy(sum[:10])
+	}
 	return prefix + "_" + strings.ToLower(id.String())
 }
 

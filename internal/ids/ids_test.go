@@ -49,3 +49,17 @@ func TestDeriveIsStableAndUnambiguous(t *testing.T) {
 		t.Fatalf("Derive prefix wrong: %q", a)
 	}
 }
+
+func TestDeriveWithZeroTimeUsesTheWholeHash(t *testing.T) {
+	a := Derive(Work, time.Time{}, "key-1")
+	b := Derive(Work, time.Time{}, "key-2")
+	if strings.HasPrefix(a, Work+"_000") || strings.HasPrefix(b, Work+"_000") {
+		t.Fatalf("zero-time derived ids still start with a zero time field: %q %q", a, b)
+	}
+	if a == b || a != Derive(Work, time.Time{}, "key-1") {
+		t.Fatalf("zero-time Derive is not stable and distinct: %q %q", a, b)
+	}
+	if len(a) != len(Work)+1+26 {
+		t.Fatalf("derived id %q has the wrong length", a)
+	}
+}
