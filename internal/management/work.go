@@ -88,10 +88,6 @@ type CreateWorkResponse struct {
 	Existing bool `json:"existing"`
 }
 
-// derivedEpoch is the time field of identities derived from a key: a
-// constant, so that a retry derives the same id.
-var derivedEpoch = time.Unix(0, 0).UTC()
-
 func (rs *Resources) createWork(r *http.Request) (any, error) {
 	var req CreateWorkRequest
 	if err := DecodeBody(r, &req); err != nil {
@@ -151,7 +147,7 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 	}
 	ctx, _ := actorContext(r)
 	res, err := rs.control.CreateWork(ctx, runtime.CreateWorkRequest{
-		ID: ids.Derive(ids.Work, derivedEpoch, key), Scope: req.Scope, Binding: req.Binding, Keys: keys,
+		ID: ids.Derive(ids.Work, time.Time{}, key), Scope: req.Scope, Binding: req.Binding, Keys: keys,
 		Grants: slices.Clone(req.Grants), Input: input,
 	})
 	if err != nil {
