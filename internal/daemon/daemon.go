@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
@@ -76,6 +77,12 @@ type Options struct {
 	// Keyring answers keyring: secret references; the platform keyring
 	// when nil.
 	Keyring config.Keyring
+	// Extensions are registered on the toolbelt, so their operations can
+	// be called, and added to Registry, so a binding may grant them. The
+	// release itself registers none yet; a host that embeds the daemon
+	// (the end-to-end suite's test daemon) passes its own. A refused
+	// registration stops the start.
+	Extensions []extension.Registration
 	// TickInterval and SweepInterval pace the loops (DefaultTickInterval,
 	// DefaultSweepInterval when zero).
 	TickInterval  time.Duration
@@ -183,6 +190,15 @@ func (d *Daemon) defaults() error {
 	}
 	if o.Registry == nil {
 		o.Registry = config.ReleaseRegistry()
+	}
+	for _, ext := range o.Extensions {
+		ops := make([]string, 0, len(ext.Operations))
+		for _, op := range ext.Operations {
+			ops = append(ops, op.Name)
+		}
+		if err := o.Registry.AddExtension(ext.Name, ops, ext.Toolsets); err != nil {
+			return fmt.Errorf("cannot register extension %s: %w", ext.Name, err)
+		}
 	}
 	if o.TickInterval <= 0 {
 		o.TickInterval = DefaultTickInterval
@@ -293,6 +309,11 @@ func (d *Daemon) build(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, ext := range d.opts.Extensions {
+		if err := d.tb.Register(ext); err != nil {
+			return fmt.Errorf("cannot register extension %s on the toolbelt: %w", ext.Name, err)
+		}
 	}
 
 	cursorKey, err := management.LoadCursorKey(ctx, d.store, d.opts.Entropy, d.clock.Now())
