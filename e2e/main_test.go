@@ -22,6 +22,7 @@ var bins struct {
 	dir         string
 	openConduit string
 	os          string
+	testDaemon  string // the real daemon with a test extension (testdaemon)
 }
 
 func TestMain(m *testing.M) {
@@ -38,6 +39,7 @@ func run(m *testing.M) int {
 	bins.dir = dir
 	bins.openConduit = filepath.Join(dir, "open-conduit")
 	bins.os = filepath.Join(dir, "os")
+	bins.testDaemon = filepath.Join(dir, "testdaemon")
 	root, err := filepath.Abs("..")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,7 +47,7 @@ func run(m *testing.M) int {
 	}
 	// The binaries are built without -race: only the test process runs
 	// with it, which keeps the suite fast.
-	for pkg, out := range map[string]string{"./cmd/open-conduit": bins.openConduit, "./cmd/os": bins.os} {
+	for pkg, out := range map[string]string{"./cmd/open-conduit": bins.openConduit, "./cmd/os": bins.os, "./e2e/testdaemon": bins.testDaemon} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {

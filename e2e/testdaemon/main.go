@@ -1,0 +1,85 @@
+// Command testdaemon is the real Open Conduit daemon (internal/daemon) with
+// one extra extension, e2ecred, whose operation e2ecred.credential serves
+// git.credential. The end-to-end suite builds it beside the real binaries
+// so that real git, configured with `os git-credential` as its credential
+// helper, has an operation to get a credential from. Everything else
+// (storage, scheduler, shell executor, sockets, the os binary the shell
+// job calls) is the production code, unchanged.
+//
+// It exists only for tests: it must never be shipped, built into a release
+// or registered by the production daemon. The password it hands out comes
+// from its own environment (E2E_GIT_PASSWORD) and is never logged.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/daemon"
+)
+
+// PasswordEnv names the variable holding the password e2ecred.credential
+// answers with (followed by "-" and the calling Work's id).
+const PasswordEnv = "E2E_GIT_PASSWORD"
+
+func main() {
+	state := flag.String("state", "", "the state directory")
+	exe := flag.String("executable", "", "the open-conduit binary (supervisor and os)")
+	logFormat := flag.String("log-format", daemon.LogJSON, "text or json")
+	flag.Parse()
+	if *state == "" || *exe == "" {
+		fmt.Fprintln(os.Stderr, "testdaemon: --state and --executable are required")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := daemon.Run(ctx, daemon.Options{
+		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe,
+		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv))},
+	})
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testdaemon:", err)
+		os.Exit(1)
+	}
+}
+
+// credentialInput is what os git-credential sends (docs/toolbelt.md).
+type credentialInput struct {
+	Protocol string `json:"protocol"`
+	Host     string `json:"host"`
+	Path     string `json:"path,omitempty"`
+	Username string `json:"username,omitempty"`
+}
+
+// credentialExtension serves git.credential: for an http(s) request it
+// answers x-access-token and the password, bound to the calling Work, so
+// the test can tell that the host handed the handler the caller's
+// authority.
+func credentialExtension(password string) extension.Registration {
+	return extension.Registration{Name: "e2ecred", Operations: []extension.Operation{{
+		Name:         "e2ecred.credential",
+		Summary:      "Give git a credential for the test server.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"protocol":{"type":"string"},"host":{"type":"string"},"path":{"type":"string"},"username":{"type":"string"}},"required":["protocol","host"]}`),
+		Guidance:     "Git asks for this through os git-credential; there is no need to call it directly.",
+		Capabilities: []string{"git.credential"},
+		Handler: func(_ context.Context, auth extension.Authority, raw json.RawMessage) (json.RawMessage, error) {
+			var in credentialInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, &extension.OperationError{Code: "invalid_input", Message: "the input is not a credential request"}
+			}
+			if in.Protocol != "http" && in.Protocol != "https" {
+				return nil, &extension.OperationError{Code: "unsupported_protocol", Message: "only http and https credentials are served"}
+			}
+			if password == "" {
+				return nil, &extension.OperationError{Code: "no_password", Message: "the test daemon was started without " + PasswordEnv}
+			}
+			return json.Marshal(map[string]string{"username": "x-access-token", "password": password + "-" + auth.Work})
+		},
+	}}}
+}
