@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -72,6 +73,13 @@ func TestNoSecretReferenceOrTokenLeaks(t *testing.T) {
 		t.Fatalf("stop: exit %d", code)
 	}
 
+	// Every log line is one structured JSON object.
+	for _, line := range strings.Split(strings.TrimSpace(e.allLogs()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["msg"] == nil || rec["level"] == nil {
+			t.Errorf("log line %q is not a JSON record with level and msg", line)
+		}
+	}
 	opToken, err := os.ReadFile(e.tokenFile())
 	if err != nil {
 		t.Fatal(err)

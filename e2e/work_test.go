@@ -258,7 +258,7 @@ func TestConfigApplyAndRestartRestoresTheCommittedGeneration(t *testing.T) {
 	if c1.Generation != 1 {
 		t.Fatalf("first start: generation %d, want 1", c1.Generation)
 	}
-	next := json.RawMessage(`{"version": 1, "scopes": {"setup": {}, "extra": {}}}`)
+	next := json.RawMessage(`{"version": 1, "scopes": {"setup": {}, "extra": {"bindings": {"job": {"executor": "shell", "config": {"command": ["true"]}}}}}}`)
 	var applied struct {
 		Generation int64  `json:"generation"`
 		Hash       string `json:"hash"`
@@ -266,6 +266,12 @@ func TestConfigApplyAndRestartRestoresTheCommittedGeneration(t *testing.T) {
 	e.must("POST", "/v1/config/apply", map[string]any{"config": next, "expected_generation": 1}, key(), &applied)
 	if applied.Generation != 2 {
 		t.Fatalf("apply: generation %d, want 2", applied.Generation)
+	}
+	// The applied generation takes effect at once: Work runs on its new
+	// binding without a restart.
+	w := e.createWork("extra")
+	if w = e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) }); w.State != "succeeded" {
+		t.Fatalf("Work on the applied binding ended %s (%s %s)", w.State, w.BlockedReason, w.OutcomeMessage)
 	}
 	_, err := e.do("POST", "/v1/config/apply", map[string]any{"config": json.RawMessage(`{"version": 1}`), "expected_generation": 1}, key(), nil)
 	if !client.IsStaleGeneration(err) {
