@@ -167,10 +167,14 @@ func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRe
 		tb.finish(ctx, c, err)
 	}()
 	t, err := tb.authenticate(ctx, token)
+	if t.ID != "" {
+		// A revoked or expired token is still found: its refusal is
+		// recorded against its execution, epoch and id.
+		c.token(t)
+	}
 	if err != nil {
 		return res, err
 	}
-	c.token(t)
 	if err := checkAssertions(t, req.Assertions); err != nil {
 		return res, err
 	}
@@ -588,10 +592,12 @@ func (tb *Toolbelt) Serving(ctx context.Context, token string, assert extension.
 // guard in a read (the ceiling narrows what the read lists).
 func (tb *Toolbelt) readChain(ctx context.Context, c *callLog, token string, assert extension.Assertions) (storage.Token, error) {
 	t, err := tb.authenticate(ctx, token)
+	if t.ID != "" {
+		c.token(t)
+	}
 	if err != nil {
 		return t, err
 	}
-	c.token(t)
 	if err := checkAssertions(t, assert); err != nil {
 		return t, err
 	}
