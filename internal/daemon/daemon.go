@@ -126,6 +126,9 @@ type Daemon struct {
 	ln          net.Listener
 	served      chan error
 	wake        chan struct{}
+	// limitsApplied tells the loop that an apply replaced the limits, so
+	// that it re-paces lease renewal.
+	limitsApplied chan struct{}
 
 	closeOnce sync.Once
 	closers   []func() error // in the order they run
@@ -148,7 +151,7 @@ func Run(ctx context.Context, opts Options) error {
 // New takes the state directory and builds every part of the daemon. It
 // does not serve yet. A failure releases what was taken.
 func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
-	d := &Daemon{opts: opts, wake: make(chan struct{}, 1), served: make(chan error, 1)}
+	d := &Daemon{opts: opts, wake: make(chan struct{}, 1), served: make(chan error, 1), limitsApplied: make(chan struct{}, 1)}
 	if err := d.defaults(); err != nil {
 		return nil, err
 	}
@@ -286,14 +289,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.cfg = svc
 	active := svc.Active()
 	d.log.Info("configuration active", "generation", active.Generation, "hash", active.Hash)
-	svc.OnApply(func(snap *config.Snapshot) {
-		// Routes, ceilings and bindings read the active snapshot on every
-		// use, so a new generation takes effect at once; a round now lets
-		// ready Work run on it.
-		d.log.Info("configuration applied", "generation", snap.Generation, "hash", snap.Hash)
-		d.Wake()
-	})
-	limits := d.cfg.Active().Limits()
+	limits := active.Limits()
 
 	if d.rt, err = runtime.New(runtime.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
 		return err
@@ -397,7 +393,36 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	// Detach from every segment before the sockets close and storage goes.
 	d.closers = append([]func() error{d.sched.Close}, d.closers...)
+
+	// Registered once every part exists; no apply can come before the
+	// management socket serves.
+	svc.OnApply(func(snap *config.Snapshot) {
+		// Routes, ceilings and bindings read the active snapshot on every
+		// use, so a new generation takes effect at once. The limits are
+		// handed to the parts here, before the apply returns, so the next
+		// decision uses them; a round now lets ready Work run on it.
+		d.setLimits(snap.Limits())
+		d.log.Info("configuration applied", "generation", snap.Generation, "hash", snap.Hash)
+		d.Wake()
+	})
 	return nil
+}
+
+// setLimits hands a new generation's limits to every part that applies
+// them, each at its next decision: the causal limits to the runtime (route
+// starts), the controls (operator emissions) and the toolbelt (emissions,
+// create_work), for roots not pinned yet; max_running, lease and
+// attempt_timeout to the scheduler. Then the loop re-paces lease renewal.
+func (d *Daemon) setLimits(l config.Limits) {
+	causal := causalOf(l)
+	d.rt.SetCausal(causal)
+	d.ctl.SetCausal(causal)
+	d.tb.SetCausal(causal)
+	d.sched.SetLimits(schedulerLimits(l))
+	select {
+	case d.limitsApplied <- struct{}{}:
+	default:
+	}
 }
 
 // endpoint prepares an execution's run directory with its fresh token and

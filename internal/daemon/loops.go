@@ -14,8 +14,8 @@ import (
 // daemon on this state directory left (the lock proves that daemon is
 // gone), serves the management API, and runs the loops: a scheduler round
 // on every tick, at once after a request that may have changed something
-// and whenever a segment reports; lease renewal every third of a lease;
-// and the sweeps (toolbelt records, Idempotency-Key history, run
+// and whenever a segment reports; lease renewal every third of the current
+// lease (re-paced when an apply changes it); and the sweeps (toolbelt records, Idempotency-Key history, run
 // directories of ended or unknown executions). It returns nil when ctx
 // ends and an error when the management server fails.
 func (d *Daemon) Serve(ctx context.Context) error {
@@ -41,7 +41,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 
 	ticks := time.NewTicker(d.opts.TickInterval)
 	defer ticks.Stop()
-	beats := time.NewTicker(d.heartbeatInterval())
+	beat := d.heartbeatInterval()
+	beats := time.NewTicker(beat)
 	defer beats.Stop()
 	sweeps := time.NewTicker(d.opts.SweepInterval)
 	defer sweeps.Stop()
@@ -64,10 +65,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 			d.tick(ctx)
 			d.sweepRuns(ctx)
 		case <-beats.C:
-			if lost, err := d.sched.Heartbeat(ctx); err != nil {
-				d.log.Error("renewing leases failed", "error", err)
-			} else if lost > 0 {
-				d.log.Warn("leases lost", "count", lost)
+			d.heartbeat(ctx)
+		case <-d.limitsApplied:
+			// A new lease: renew every lease held now for the new length
+			// (a longer one must not wait a longer interval on the old
+			// length), then renew every third of it.
+			if next := d.heartbeatInterval(); next != beat {
+				d.heartbeat(ctx)
+				beat = next
+				beats.Reset(beat)
+				d.log.Info("lease renewal re-paced", "lease", d.sched.Limits().Lease, "every", beat)
 			}
 		case <-sweeps.C:
 			d.sweep(ctx)
@@ -75,13 +82,18 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 }
 
-// heartbeatInterval is a third of the active lease.
+// heartbeatInterval is a third of the scheduler's current lease.
 func (d *Daemon) heartbeatInterval() time.Duration {
-	lease := d.cfg.Active().Limits().Lease
-	if lease <= 0 {
-		lease = 30 * time.Second
+	return max(d.sched.Limits().Lease/3, 100*time.Millisecond)
+}
+
+// heartbeat renews the leases this daemon holds.
+func (d *Daemon) heartbeat(ctx context.Context) {
+	if lost, err := d.sched.Heartbeat(ctx); err != nil {
+		d.log.Error("renewing leases failed", "error", err)
+	} else if lost > 0 {
+		d.log.Warn("leases lost", "count", lost)
 	}
-	return max(lease/3, 100*time.Millisecond)
 }
 
 // tick runs one scheduler round.

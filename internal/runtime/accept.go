@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -53,11 +54,25 @@ const (
 
 // CausalLimits bound a causal chain: depth (a root is depth 0) and derived
 // emissions per minute per root. They are pinned on the root at its first
-// derived emission and never change for that root afterwards.
+// derived emission and never change for that root afterwards. The limits a
+// Runtime, a Control or a Toolbelt applies can be replaced while it runs
+// (SetCausal); a replacement reaches only roots pinned after it.
 type CausalLimits struct {
 	MaxDepth  int
 	PerMinute int
 }
+
+// causalHolder holds the current causal limits of a Runtime, a Control or
+// a Toolbelt, replaced with SetCausal while they are in use. A decision
+// loads them once.
+type causalHolder struct{ p atomic.Pointer[CausalLimits] }
+
+func (h *causalHolder) set(l CausalLimits) {
+	l = l.orDefault()
+	h.p.Store(&l)
+}
+
+func (h *causalHolder) get() CausalLimits { return *h.p.Load() }
 
 // DefaultCausalLimits apply where a caller passes zero limits.
 var DefaultCausalLimits = CausalLimits{MaxDepth: 16, PerMinute: 60}

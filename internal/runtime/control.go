@@ -13,7 +13,8 @@ import (
 type ControlOptions struct {
 	Runtime *Runtime
 	Store   storage.Store
-	// Causal bounds an operator's event derived from a parent.
+	// Causal bounds an operator's event derived from a parent (zero
+	// fields take DefaultCausalLimits); SetCausal replaces it at run time.
 	Causal CausalLimits
 }
 
@@ -26,13 +27,21 @@ type ControlOptions struct {
 type Control struct {
 	rt     *Runtime
 	store  storage.Store
-	causal CausalLimits
+	causal causalHolder
 }
 
 // NewControl returns the operator controls.
 func NewControl(opts ControlOptions) *Control {
-	return &Control{rt: opts.Runtime, store: opts.Store, causal: opts.Causal.orDefault()}
+	c := &Control{rt: opts.Runtime, store: opts.Store}
+	c.SetCausal(opts.Causal)
+	return c
 }
+
+// SetCausal replaces the causal limits of an operator's derived event (the
+// daemon calls it when a new configuration generation becomes active;
+// zero fields take DefaultCausalLimits). It applies from the next Emit on,
+// and only to a root that has no pinned limits yet.
+func (c *Control) SetCausal(l CausalLimits) { c.causal.set(l) }
 
 func actorOf(ctx context.Context) (string, error) {
 	a := ActorFrom(ctx)
@@ -78,7 +87,7 @@ func (c *Control) Emit(ctx context.Context, req EmitRequest) (EmitResult, error)
 	err = c.store.WithTx(ctx, func(tx storage.Tx) error {
 		var err error
 		if req.Parent != "" {
-			out.Event, err = c.rt.AcceptDerivedInTx(ctx, tx, ev, c.causal)
+			out.Event, err = c.rt.AcceptDerivedInTx(ctx, tx, ev, c.causal.get())
 		} else {
 			out.Event, err = c.rt.AcceptInTx(ctx, tx, ev)
 		}

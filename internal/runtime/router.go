@@ -288,8 +288,8 @@ func (r *Runtime) satisfies(ctx context.Context, rd storage.Reader, w storage.Wa
 }
 
 // Route decides how an accepted event is handled and applies it in tx:
-// start creates the Work (with causal bounds from the event, under
-// Options.Causal), queue adds the input, wake satisfies the Wait (queuing
+// start creates the Work (with causal bounds from the event, under the
+// current causal limits: Options.Causal or the last SetCausal), queue adds the input, wake satisfies the Wait (queuing
 // the event and making the Work ready). Waits of other Work the event
 // satisfies are woken too. An event whose acceptance was a replay is not
 // routed again.
@@ -304,7 +304,7 @@ func (r *Runtime) Route(ctx context.Context, tx storage.Tx, ev storage.Event) (D
 	}
 	switch d.Effect {
 	case EffectStart:
-		causal := r.causal
+		causal := r.Causal()
 		created, err := r.CreateWorkInTx(ctx, tx, NewWork{
 			Scope: ev.Scope, Binding: d.Binding, Keys: keysOf(ev), Cause: ev.ID, Causal: &causal, Input: ev.ID,
 		})

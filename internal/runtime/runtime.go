@@ -25,6 +25,7 @@ type Options struct {
 	LeaseMargin time.Duration
 	// Causal bounds the Work a route starts from an event (zero fields
 	// take DefaultCausalLimits): a chain of routes can't loop forever.
+	// SetCausal replaces it at run time.
 	Causal CausalLimits
 }
 
@@ -35,7 +36,7 @@ type Runtime struct {
 	ids    *ids.Generator
 	routes atomic.Pointer[routesHolder]
 	margin time.Duration
-	causal CausalLimits
+	causal causalHolder
 }
 
 type routesHolder struct{ p RouteProvider }
@@ -48,10 +49,21 @@ func New(opts Options) (*Runtime, error) {
 	if opts.LeaseMargin <= 0 {
 		opts.LeaseMargin = DefaultLeaseMargin
 	}
-	r := &Runtime{clock: opts.Clock, ids: opts.IDs, margin: opts.LeaseMargin, causal: opts.Causal.orDefault()}
+	r := &Runtime{clock: opts.Clock, ids: opts.IDs, margin: opts.LeaseMargin}
 	r.SetRoutes(opts.Routes)
+	r.SetCausal(opts.Causal)
 	return r, nil
 }
+
+// SetCausal replaces the causal limits a route start applies (the daemon
+// calls it when a new configuration generation becomes active; zero fields
+// take DefaultCausalLimits). It applies from the next route start on, and
+// only to a root that has no pinned limits yet: a root keeps the limits
+// pinned at its first derived emission.
+func (r *Runtime) SetCausal(l CausalLimits) { r.causal.set(l) }
+
+// Causal returns the causal limits a route start applies now.
+func (r *Runtime) Causal() CausalLimits { return r.causal.get() }
 
 // SetRoutes replaces the route provider (the daemon calls it when a new
 // configuration generation becomes active).

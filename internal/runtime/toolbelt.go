@@ -75,7 +75,8 @@ type ToolbeltOptions struct {
 	// emit (see the emit rule in docs/toolbelt.md).
 	EmitAllowed func(scope, binding, eventType string) bool
 	// Causal are the configured causal limits applied to emissions and
-	// create_work (zero fields take DefaultCausalLimits).
+	// create_work (zero fields take DefaultCausalLimits); SetCausal
+	// replaces them at run time.
 	Causal CausalLimits
 	// Lifetime, when positive, bounds a token's life below the attempt
 	// deadline.
@@ -100,7 +101,7 @@ type Toolbelt struct {
 	ids     *ids.Generator
 	entropy io.Reader
 	opts    ToolbeltOptions
-	causal  CausalLimits
+	causal  causalHolder
 	log     *slog.Logger
 
 	entropyMu sync.Mutex
@@ -137,12 +138,22 @@ func NewToolbelt(opts ToolbeltOptions) (*Toolbelt, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Toolbelt{
+	tb := &Toolbelt{
 		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
-		opts: opts, causal: opts.Causal.orDefault(), log: log,
+		opts: opts, log: log,
 		regs: map[string]extension.Registration{}, ops: map[string]registered{}, flight: map[string]chan struct{}{},
-	}, nil
+	}
+	tb.SetCausal(opts.Causal)
+	return tb, nil
 }
+
+// SetCausal replaces the causal limits applied to emissions and
+// create_work (the daemon calls it when a new configuration generation
+// becomes active; zero fields take DefaultCausalLimits). It applies from
+// the next call on, and only to a root that has no pinned limits yet: an
+// execution's first emission off a new root pins the limits current then,
+// and that root keeps them.
+func (tb *Toolbelt) SetCausal(l CausalLimits) { tb.causal.set(l) }
 
 // ---- registrar ----
 

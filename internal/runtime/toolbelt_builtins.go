@@ -166,7 +166,7 @@ func (tb *Toolbelt) emitInTx(ctx context.Context, tx storage.Tx, s *segment, cal
 	ev, err := tb.rt.AcceptDerivedInTx(ctx, tx, storage.Event{
 		Type: em.Type, Source: SourceExecution, Scope: s.work.Scope, Work: s.work.ID, Execution: s.exe.ID,
 		CorrelationKey: em.CorrelationKey, Data: em.Data, Parent: parent, DeliveryID: deliveryID(call, "emit"),
-	}, tb.causal)
+	}, tb.causal.get())
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +225,9 @@ func (tb *Toolbelt) createWork(ctx context.Context, tx storage.Tx, s *segment, c
 	if err != nil {
 		return nil, err
 	}
+	causal := tb.causal.get() // one value for the whole call
 	nw := NewWork{
-		Scope: s.work.Scope, Binding: binding, Parent: s.work.ID, Grants: in.Grants, Cause: parent, Causal: &tb.causal,
+		Scope: s.work.Scope, Binding: binding, Parent: s.work.ID, Grants: in.Grants, Cause: parent, Causal: &causal,
 		Execution: s.exe.ID,
 	}
 	if in.CorrelationKey != "" {
@@ -246,7 +247,7 @@ func (tb *Toolbelt) createWork(ctx context.Context, tx storage.Tx, s *segment, c
 		ev, err := tb.rt.AcceptDerivedInTx(ctx, tx, storage.Event{
 			Type: in.Input.Type, Source: SourceExecution, Scope: s.work.Scope, Work: nw.ID, Execution: s.exe.ID,
 			CorrelationKey: nw.ID, Data: in.Input.Data, Parent: parent, DeliveryID: deliveryID(call, "create_work.input"),
-		}, tb.causal)
+		}, causal)
 		if err != nil {
 			return nil, err
 		}

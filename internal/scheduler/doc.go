@@ -52,6 +52,16 @@
 // the Work with attempt_lost). A parked execution cancelled by an operator
 // finishes cancelled at once.
 //
+// # Limits
+//
+// MaxRunning, Lease and AttemptTimeout are given at start
+// (SchedulerOptions.Limits) and replaced with SetLimits when a new
+// configuration generation becomes active. Each decision reads the
+// current limits once: MaxRunning bounds the next Claim (running attempts
+// are never stopped when it drops), Lease the next lease taken or renewed,
+// AttemptTimeout the deadline of the next claim or resume (a running
+// segment keeps its deadline, and recovery keeps it too).
+//
 // # Leases
 //
 // A lease lasts Limits.Lease and names its owner (the daemon instance id)

@@ -11,8 +11,8 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-// Heartbeat renews the lease of every attempt this scheduler observes. A
-// lease is renewed only while it is still valid for at least the runtime's
+// Heartbeat renews the lease of every attempt this scheduler observes, for
+// the current Limits().Lease from now. A lease is renewed only while it is still valid for at least the runtime's
 // LeaseMargin: past that the holder no longer trusts it, stops observing
 // the segment (detaches) and leaves it to recovery, which takes it over
 // with a new epoch once it has expired. A renewed attempt that an operator
@@ -24,7 +24,7 @@ func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
 		segs = append(segs, seg)
 	}
 	s.mu.Unlock()
-	now := s.now()
+	now, lease := s.now(), s.Limits().Lease
 	lost := 0
 	var errs []error
 	for _, seg := range segs {
@@ -33,7 +33,7 @@ func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
 			var err error
 			exe, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{
 				ID: seg.exe.ID, Epoch: seg.exe.Epoch, Owner: s.o.Owner, ValidAt: now.Add(s.rt.LeaseMargin()),
-				LeaseExpiresAt: now.Add(s.o.Limits.Lease), States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
+				LeaseExpiresAt: now.Add(lease), States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
 			})
 			return err
 		})
@@ -151,7 +151,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		err = s.store.WithTx(ctx, func(tx storage.Tx) error {
 			p := &storage.AdvanceEpochParams{
 				ID: old.ID, FromEpoch: old.Epoch, FromStates: []storage.ExecutionState{old.State}, State: old.State,
-				Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease), Now: now,
+				Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.Limits().Lease), Now: now,
 			}
 			if expiredOnly {
 				p.ExpiredBy = now

@@ -15,7 +15,9 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-// Limits bound what one daemon runs.
+// Limits bound what one daemon runs. SchedulerOptions.Limits sets them at
+// start; Scheduler.SetLimits replaces them while the scheduler runs, and
+// each decision reads the limits current at that moment (see SetLimits).
 type Limits struct {
 	// MaxRunning is how many attempts this daemon holds leases for at once
 	// (running or stopping; parked ones do not count). Default 4.
@@ -122,7 +124,9 @@ type SchedulerOptions struct {
 	Clock clock.Clock
 	IDs   *ids.Generator
 	// Owner is this daemon instance's id; every lease it takes names it.
-	Owner  string
+	Owner string
+	// Limits are the limits at start (zero fields take the defaults);
+	// SetLimits replaces them later.
 	Limits Limits
 	// Executors by name.
 	Executors map[string]executor.Executor

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -37,6 +38,9 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	notify chan struct{}
+	// limits are the current limits, defaults applied; each decision
+	// loads them once (SetLimits).
+	limits atomic.Pointer[Limits]
 
 	mu       sync.Mutex
 	segments map[string]*segment
@@ -70,11 +74,33 @@ func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Scheduler{
+	s := &Scheduler{
 		o: o, rt: o.Runtime, store: o.Store, base: base, cancel: cancel,
 		notify: make(chan struct{}, 1), segments: map[string]*segment{},
-	}, nil
+	}
+	s.SetLimits(o.Limits)
+	return s, nil
 }
+
+// SetLimits replaces the limits while the scheduler runs (the daemon calls
+// it when a new configuration generation becomes active); zero fields take
+// the defaults. Nothing already decided changes; each limit applies at the
+// next decision that uses it:
+//   - MaxRunning at the next Claim: attempts already running are never
+//     stopped when it drops, so until enough of them end no new one
+//     starts;
+//   - Lease at the next lease taken or renewed: a claim, resume or
+//     recovery, and each Heartbeat renewal (the caller paces Heartbeat
+//     by Limits().Lease);
+//   - AttemptTimeout at the next claim or resume: a running segment keeps
+//     the deadline it was started with, and recovery keeps it as well.
+func (s *Scheduler) SetLimits(l Limits) {
+	l = l.withDefaults()
+	s.limits.Store(&l)
+}
+
+// Limits returns the current limits, defaults applied.
+func (s *Scheduler) Limits() Limits { return *s.limits.Load() }
 
 // Notify signals (without blocking the sender) when a segment reported
 // and Tick has something to apply.
@@ -130,7 +156,7 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	slots := s.o.Limits.MaxRunning - leased
+	slots := s.Limits().MaxRunning - leased
 	if slots <= 0 {
 		return 0, nil
 	}
@@ -195,7 +221,7 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 	}
 	resume := hasLive && ex.Info().Has(executor.CapResume)
 
-	now := s.now()
+	now, lim := s.now(), s.Limits()
 	var exe storage.Execution
 	err = s.store.WithTx(ctx, func(tx storage.Tx) error {
 		running := storage.WorkRunning
@@ -213,11 +239,11 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 		if cur.Held() {
 			return storage.ErrFenced
 		}
-		deadline := now.Add(s.o.Limits.AttemptTimeout)
+		deadline := now.Add(lim.AttemptTimeout)
 		if resume {
 			exe, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{
 				ID: live.ID, FromEpoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked},
-				State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease),
+				State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease),
 				Deadline: &deadline, InputWatermark: &w.InputCount, Now: now,
 			})
 			return err
@@ -234,7 +260,7 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 		}
 		exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
 			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: b.Executor,
-			Generation: b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.o.Limits.Lease), Deadline: deadline,
+			Generation: b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
 			InputWatermark: w.InputCount, CreatedAt: now,
 		})
 		return err
