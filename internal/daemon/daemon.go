@@ -89,6 +89,10 @@ type Options struct {
 	SweepInterval time.Duration
 	// Ready, when set, is called once the daemon serves.
 	Ready func(Info)
+	// ticked, when set, is called after every scheduler round (a seam for
+	// this package's tests: a round that started after an observation has
+	// decided on it).
+	ticked func()
 }
 
 // Info describes a serving daemon.

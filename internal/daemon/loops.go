@@ -101,6 +101,9 @@ func (d *Daemon) tick(ctx context.Context) {
 	if err := d.sched.Tick(ctx); err != nil && ctx.Err() == nil {
 		d.log.Error("scheduler round failed", "error", err)
 	}
+	if d.opts.ticked != nil {
+		d.opts.ticked()
+	}
 }
 
 // sweep runs every retention pass.
