@@ -173,6 +173,19 @@ func TestEveryRowOfTheRoleTable(t *testing.T) {
 		t.Fatalf("after the admin's apply: health %+v %v, want generation 2", h, err)
 	}
 
+	// The role is checked before the body is read: a view credential
+	// sending a body the route would refuse is told about its role.
+	for _, c := range []struct{ path, ctype, body string }{
+		{"/v1/config/apply", "application/json", "{"},
+		{"/v1/work", "text/plain", `{"scope":"t"}`},
+		{"/v1/auth/operators", "application/json", `{"name":"x","surprise":1}`},
+	} {
+		r := sockDo(t, e.socket(), "POST", c.path, viewer.token,
+			map[string]string{"Content-Type": c.ctype, "Idempotency-Key": client.NewIdempotencyKey()}, c.body)
+		tr.add(string(r.Body))
+		wantRefusal(t, "view: POST "+c.path+" with a bad body", r, 403, "forbidden_role")
+	}
+
 	// Issuing operators: admin.
 	for _, o := range []*operator{viewer, operate} {
 		code, _, stderr = e.as(tr, o.file, "auth", "operators", "add", "zed-"+o.role, "--role", "view")
@@ -258,6 +271,12 @@ func TestOperatorCredentialsLifecycle(t *testing.T) {
 	owner0 := e.ownerToken()
 	alice, bob, carol := e.addOperator("alice", "operate"), e.addOperator("bob", "admin"), e.addOperator("carol", "")
 	tokens := []string{owner0, alice.token, bob.token, carol.token}
+	// Names: the owner's is taken, the rule is kept, and a name has one
+	// active credential at a time.
+	for _, c := range []struct{ name, want string }{{"local", "invalid_request"}, {"Bad_Name", "invalid_request"}, {"alice", "conflict"}} {
+		code, _, stderr := e.as(tr, e.tokenFile(), "auth", "operators", "add", c.name)
+		wantRefused(t, "auth operators add "+c.name, code, stderr, c.want)
+	}
 
 	// Listing: names and roles, never a token.
 	code, out, stderr := e.cli("auth", "operators")

@@ -140,6 +140,16 @@ func TestExecutionSocketsServeOnlyTheirOwnToken(t *testing.T) {
 	if out := b.mustSh(`os call read_context`); !strings.Contains(out, wb.ID) {
 		t.Errorf("B's read_context %q misses its Work", out)
 	}
+	// The refusals were logged and recorded, never with a token or its
+	// digest.
+	calls := e.must("GET", "/v1/toolbelt/calls?limit=500", nil, nil, nil)
+	for name, tok := range map[string]string{"A's token": tokA, "B's token": tokB, "the owner's token": owner} {
+		for where, text := range map[string]string{"daemon logs": e.allLogs(), "call records": string(calls.Body)} {
+			if found := leaks(t, text, tok); len(found) > 0 {
+				t.Errorf("%s appears in the %s as %v", name, where, found)
+			}
+		}
+	}
 	a.exit(0)
 	b.exit(0)
 	for _, id := range []string{wa.ID, wb.ID} {
