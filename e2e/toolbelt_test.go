@@ -279,6 +279,12 @@ func TestToolbeltWaitThenOperatorWake(t *testing.T) {
 			t.Fatalf("Work %s is %s after its wait was declared, want waiting", id, w.State)
 		}
 	}
+	// The shell cannot park: its execution ended waiting, and its run
+	// directory went with it.
+	until(t, "the waiting Work's ended execution's run directory going", func() bool {
+		_, err := os.Stat(e.runDir(x1.ID))
+		return os.IsNotExist(err)
+	})
 	var waits page[waitRecord]
 	e.must("GET", "/v1/waits?work="+url.QueryEscape(w1.ID), nil, nil, &waits)
 	if len(waits.Items) != 1 || waits.Items[0].State != "active" || len(waits.Items[0].Types) != 1 || waits.Items[0].Types[0] != "x.y" || !waits.Items[0].OnWorkKeys {
@@ -334,7 +340,8 @@ func TestToolbeltWaitThenOperatorWake(t *testing.T) {
 
 // Live ceiling narrowing: while the shell process waits, an apply that
 // removes emit from the scope's authorization refuses its very next
-// os emit, and only that operation.
+// os emit, and only that operation; an apply that disables the scope
+// refuses every call.
 func TestConfigApplyNarrowsALiveToken(t *testing.T) {
 	e := newEnv(t)
 	ctl := e.writeAgentConfig(agentOps)
@@ -373,6 +380,26 @@ func TestConfigApplyNarrowsALiveToken(t *testing.T) {
 	refused := e.toolbeltCalls(url.Values{"execution": {x.ID}, "kind": {"toolbelt.rejected"}})
 	if len(refused) != 1 || refused[0].Operation != "emit" || refused[0].Result != "forbidden" {
 		t.Fatalf("refusals recorded %+v, want the one emit, forbidden", refused)
+	}
+
+	// Disabling the scope refuses everything at once, reads included.
+	var doc map[string]any
+	if err := json.Unmarshal(agentConfig(ctl, narrowed), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["scopes"].(map[string]any)["t"].(map[string]any)["enabled"] = false
+	disabled, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, disabled, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := e.cli("config", "apply", file); code != 0 {
+		t.Fatalf("config apply disabling the scope: exit %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := a.sh("os call read_context"); code != 1 || !strings.Contains(stderr, "forbidden") {
+		t.Fatalf("read_context in a disabled scope: exit %d %q, want 1 forbidden", code, stderr)
+	}
+	if out := a.mustSh("os guidance --json"); !strings.Contains(out, `"operations":[]`) && !strings.Contains(out, `"operations": []`) {
+		t.Errorf("guidance in a disabled scope lists operations: %s", out)
 	}
 	a.exit(0)
 	e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) })
