@@ -476,3 +476,53 @@ func inode(t *testing.T, path string) uint64 {
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
+
+// A graceful restart: while the daemon is stopped, the process's os calls
+// find nobody on its socket (endpoint_unreachable) but its run directory
+// and token file stay; the next daemon adopts the attempt, serves the
+// socket again with a rotated token, and the same process's next call
+// goes through.
+func TestGracefulRestartServesTheSocketAgain(t *testing.T) {
+	e := newEnv(t)
+	ctl := e.writeAgentConfig(agentOps)
+	d := e.start()
+	w := e.createWork("t")
+	x := e.runningExecution(w.ID)
+	a := agentOf(t, ctl, x.ID)
+	a.mustSh("os emit e2e.before")
+	oldToken := e.execToken(x.ID)
+	if code := d.stop(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+	code, _, stderr := a.sh("os emit e2e.down")
+	if code != 1 || !strings.Contains(stderr, "endpoint_unreachable") {
+		t.Fatalf("os emit with the daemon stopped: exit %d %q, want 1 endpoint_unreachable", code, stderr)
+	}
+	if e.execToken(x.ID) != oldToken {
+		t.Fatal("the token file changed with no daemon running")
+	}
+	e.start()
+	until(t, "the attempt's adoption", func() bool {
+		exes := e.executions(w.ID)
+		return len(exes) == 1 && exes[0].Epoch == 2 && exes[0].State == "running"
+	})
+	if e.execToken(x.ID) == oldToken {
+		t.Fatal("the adopting daemon did not rotate the token")
+	}
+	a.mustSh("os emit e2e.after")
+	wantRefusal(t, "the old token after the restart", sockDo(t, e.execSocket(x.ID), "POST", "/v1/toolbelt/call", oldToken, nil,
+		callBody(t, "read_context", map[string]any{}, nil)), 403, "forbidden")
+	var evs page[eventRecord]
+	e.cliJSON(&evs, "events", "list", "--execution", x.ID)
+	var types []string
+	for _, ev := range evs.Items {
+		types = append(types, ev.Type)
+	}
+	if strings.Join(types, ",") != "e2e.before,e2e.after" {
+		t.Fatalf("the execution's Events %v, want e2e.before and e2e.after only", types)
+	}
+	a.exit(0)
+	if w := e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) }); w.State != "succeeded" {
+		t.Fatalf("Work ended %s", w.State)
+	}
+}
