@@ -257,7 +257,7 @@ func TestApplyLowersCausalMaxDepthForNewRoots(t *testing.T) {
 		t.Fatalf("a route start two steps below a root pinned at depth 1: %+v, want dropped for causal_depth_exceeded", child.Decision)
 	}
 	// The management API answers the refusal as an invalid request.
-	if _, err := emit("late-2", child.Event.ID); client.ErrorCode(err) != "invalid_request" || !strings.Contains(err.Error(), "limit is 1 (causal_max_depth)") {
+	if _, err := emit("late-2", child.Event.ID); client.ErrorCode(err) != "causal_depth_exceeded" || !strings.Contains(err.Error(), "limit is 1 (causal_max_depth)") {
 		t.Fatalf("the operator's event at depth 2 under depth 1: %v, want refused by causal_max_depth 1", err)
 	}
 	for root, want := range map[string]int{early.Event.ID: 8, late.Event.ID: 1} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/runtime"
 )
 
 // Code is a stable error code of the API's envelope.
@@ -35,6 +36,8 @@ const (
 	CodeCursorExpired          Code = "cursor_expired"
 	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
 	CodeRangeNotSatisfiable    Code = "range_not_satisfiable"
+	CodeCausalDepthExceeded    Code = "causal_depth_exceeded"
+	CodeCausalRateExceeded     Code = "causal_rate_exceeded"
 	CodeInternal               Code = "internal"
 )
 
@@ -61,6 +64,8 @@ var codeStatus = map[Code]int{
 	CodeCursorExpired:          http.StatusUnprocessableEntity,
 	CodeIdempotencyKeyRequired: http.StatusBadRequest,
 	CodeRangeNotSatisfiable:    http.StatusRequestedRangeNotSatisfiable,
+	CodeCausalDepthExceeded:    http.StatusUnprocessableEntity,
+	CodeCausalRateExceeded:     http.StatusTooManyRequests,
 	CodeInternal:               http.StatusInternalServerError,
 }
 
@@ -163,6 +168,59 @@ type envelopeBody struct {
 	Code        string              `json:"code"`
 	Message     string              `json:"message"`
 	Diagnostics []config.Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// runtimeCodes are the runtime refusals that keep their own code in the
+// envelope, because a caller acts on them differently from a malformed
+// request: a causal bound means the chain of events must stop (or slow
+// down), not that the request should be corrected.
+var runtimeCodes = map[string]struct {
+	code Code
+	msg  string // when the runtime gave none
+}{
+	runtime.ErrCausalDepthExceeded.Code: {CodeCausalDepthExceeded, "this event chain is as deep as the configuration allows (limits.causal_max_depth); start a new root instead of deriving from this one"},
+	runtime.ErrCausalRateExceeded.Code:  {CodeCausalRateExceeded, "this event chain emitted as many events this minute as the configuration allows (limits.causal_per_minute); slow down"},
+}
+
+// runtimeErr gives a runtime refusal the API's code for its kind (or its
+// own, for those in runtimeCodes), keeping the runtime's message. With
+// bare, refusals of authority keep only their sentinel's generic message:
+// the toolbelt tells a caller whose token failed a check nothing more.
+func runtimeErr(err error, bare bool) error {
+	var re *runtime.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	if rc, ok := runtimeCodes[re.Code]; ok {
+		msg := re.Message
+		if msg == "" {
+			msg = rc.msg
+		}
+		return Wrap(rc.code, err, msg)
+	}
+	kinds := []struct {
+		kind error
+		code Code
+		auth bool
+	}{
+		{extension.ErrAuthorityReleased, CodeAuthorityReleased, true},
+		{extension.ErrUnauthorized, CodeUnauthorized, true},
+		{extension.ErrForbidden, CodeForbidden, true},
+		{extension.ErrRequestConflict, CodeRequestConflict, false},
+		{extension.ErrNotFound, CodeNotFound, false},
+		{extension.ErrConflict, CodeConflict, false},
+		{extension.ErrInvalid, CodeInvalidRequest, false},
+	}
+	for _, k := range kinds {
+		if !errors.Is(err, k.kind) {
+			continue
+		}
+		if k.auth && bare {
+			return err
+		}
+		return Wrap(k.code, err, re.Message)
+	}
+	return err
 }
 
 // classify maps an error to its status, code and safe message. It is the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/runtime"
 )
 
 func TestClassify(t *testing.T) {
@@ -36,6 +37,8 @@ func TestClassify(t *testing.T) {
 		{ErrCursorExpired, 422, "cursor_expired"},
 		{ErrIdempotencyKeyRequired, 400, "idempotency_key_required"},
 		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
+		{runtimeErr(fmt.Errorf("emit: %w", runtime.ErrCausalDepthExceeded), false), 422, "causal_depth_exceeded"},
+		{runtimeErr(runtime.ErrCausalRateExceeded, true), 429, "causal_rate_exceeded"},
 		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
 		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
 		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},
@@ -60,6 +63,28 @@ func TestClassify(t *testing.T) {
 	for c := range codeStatus {
 		if !seen[string(c)] {
 			t.Errorf("code %s is not exercised", c)
+		}
+	}
+}
+
+// TestRuntimeErr: the toolbelt keeps a refusal of authority bare (the
+// sentinel's generic message, never the runtime's precise reason), while an
+// operator control names it; both keep a shape refusal's message.
+func TestRuntimeErr(t *testing.T) {
+	stale := &runtime.Error{Code: runtime.ErrStaleEpoch.Code, Kind: runtime.ErrStaleEpoch.Kind, Message: "epoch 1 of execution exe_1 is not the live one"}
+	for _, bare := range []bool{true, false} {
+		_, code, msg, _ := classify(runtimeErr(stale, bare))
+		if code != "forbidden" {
+			t.Fatalf("bare=%v: code %s, want forbidden", bare, code)
+		}
+		if got := strings.Contains(msg, "exe_1"); got == bare {
+			t.Fatalf("bare=%v: message %q", bare, msg)
+		}
+	}
+	bad := &runtime.Error{Code: runtime.ErrInvalidEvent.Code, Kind: runtime.ErrInvalidEvent.Kind, Message: "type must be namespaced"}
+	for _, bare := range []bool{true, false} {
+		if _, code, msg, _ := classify(runtimeErr(bad, bare)); code != "invalid_request" || msg != bad.Message {
+			t.Fatalf("bare=%v: %s %q", bare, code, msg)
 		}
 	}
 }

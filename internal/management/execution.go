@@ -94,27 +94,12 @@ func socketAssertions(r *http.Request) (string, extension.Assertions) {
 	return token, extension.Assertions{SocketExecution: exe}
 }
 
-// toolbeltError maps the toolbelt's refusals onto the envelope: a runtime
-// refusal of a request's shape keeps its message (written from the
-// caller's own request, never a token or secret); every refusal of the
-// check chain stays the bare forbidden.
-func toolbeltError(err error) error {
-	var re *runtime.Error
-	if !errors.As(err, &re) {
-		return err
-	}
-	switch {
-	case errors.Is(err, extension.ErrAuthorityReleased), errors.Is(err, extension.ErrForbidden), errors.Is(err, extension.ErrUnauthorized):
-		return err
-	case errors.Is(err, extension.ErrRequestConflict):
-		return Wrap(CodeRequestConflict, err, re.Message)
-	case errors.Is(err, extension.ErrInvalid):
-		return Wrap(CodeInvalidRequest, err, re.Message)
-	case errors.Is(err, extension.ErrConflict):
-		return Wrap(CodeConflict, err, re.Message)
-	}
-	return err
-}
+// toolbeltError maps the toolbelt's refusals onto the envelope: every
+// refusal of the check chain stays the bare forbidden (or
+// authority_released), telling a forged or superseded caller nothing; a
+// refusal of the request's shape keeps its message, written from the
+// caller's own request, never a token or secret.
+func toolbeltError(err error) error { return runtimeErr(err, true) }
 
 // ToolbeltCallRequest is the body of POST /v1/toolbelt/call.
 type ToolbeltCallRequest struct {

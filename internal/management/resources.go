@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -155,31 +154,9 @@ func derived(r *http.Request, op string, parts ...string) (string, error) {
 	return op + ":" + hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// controlErr gives a runtime refusal the API's code for its kind, keeping
-// the runtime's message (written from ids, names and numbers only).
-func controlErr(err error) error {
-	var re *runtime.Error
-	if !errors.As(err, &re) {
-		return err
-	}
-	kinds := []struct {
-		kind error
-		code Code
-	}{
-		{extension.ErrAuthorityReleased, CodeAuthorityReleased},
-		{extension.ErrUnauthorized, CodeUnauthorized},
-		{extension.ErrForbidden, CodeForbidden},
-		{extension.ErrNotFound, CodeNotFound},
-		{extension.ErrConflict, CodeConflict},
-		{extension.ErrInvalid, CodeInvalidRequest},
-	}
-	for _, k := range kinds {
-		if errors.Is(re.Kind, k.kind) {
-			return Wrap(k.code, err, re.Message)
-		}
-	}
-	return err
-}
+// controlErr gives an operator control's runtime refusal the API's code,
+// keeping the runtime's message (written from ids, names and numbers only).
+func controlErr(err error) error { return runtimeErr(err, false) }
 
 // notFound maps a storage miss of a path's record to not_found naming it.
 func notFound(err error, what, id string) error {
