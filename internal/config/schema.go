@@ -296,8 +296,12 @@ const (
 	maxMaxRunning      = 1024
 	minAttemptTimeout  = time.Second
 	maxAttemptTimeout  = 7 * 24 * time.Hour
-	minLease           = time.Second
-	maxLease           = time.Hour
+	// minLease leaves room for the daemon's renewal every third of a lease
+	// inside the 5 s before expiry when a holder stops trusting it
+	// (runtime.DefaultLeaseMargin): a shorter lease could never be renewed
+	// in time, and every toolbelt call would be refused.
+	minLease = 15 * time.Second
+	maxLease = time.Hour
 )
 
 func (s *schema) readLimits(n *node, l *Limits) {

@@ -85,6 +85,7 @@ func ruleCases() []ruleCase {
 		{"causal_per_minute negative", setTo("/limits/causal_per_minute", -1), one("/limits/causal_per_minute", CodeInvalidValue)},
 		{"lease not a duration", setTo("/limits/lease", "soon"), one("/limits/lease", CodeInvalidValue)},
 		{"lease zero", setTo("/limits/lease", "0s"), one("/limits/lease", CodeInvalidValue)},
+		{"lease within the renewal margin", setTo("/limits/lease", "14s"), one("/limits/lease", CodeInvalidValue)},
 		{"lease a number", setTo("/limits/lease", 30), one("/limits/lease", CodeWrongType)},
 		{"attempt_timeout too long", setTo("/limits/attempt_timeout", "1000h"), one("/limits/attempt_timeout", CodeInvalidValue)},
 		{"unknown limit", setTo("/limits/retries", 3), one("/limits/retries", CodeUnknownField)},
