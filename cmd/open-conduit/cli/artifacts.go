@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"regexp"
 
 	"github.com/spf13/cobra"
@@ -29,27 +30,12 @@ func newArtifactsListCmd(s Streams) *cobra.Command {
 		Short: "List artifacts, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ListArtifacts(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"ID", "NAME", "TYPE", "SIZE", "EXECUTION", "WORK", "CREATED"}}
-			for _, a := range list.Items {
-				rows = append(rows, []string{a.ID, a.Name, a.MediaType, itoa(a.Size), a.Execution, a.Work, when(a.CreatedAt)})
-			}
-			if err := printLines(s.Out, rows); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Artifact], error) {
+				f.Page = lf.page()
+				return c.ListArtifacts(ctx, f)
+			}, []string{"ID", "NAME", "TYPE", "SIZE", "EXECUTION", "WORK", "CREATED"}, func(a client.Artifact) []string {
+				return []string{a.ID, a.Name, a.MediaType, itoa(a.Size), a.Execution, a.Work, when(a.CreatedAt)}
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the artifacts of this Work")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,16 +22,18 @@ func newEventsCmd(s Streams) *cobra.Command {
 	return cmd
 }
 
-func eventRows(items []client.Event, indent bool) [][]string {
-	rows := [][]string{{"SEQ", "ID", "TYPE", "SOURCE", "SCOPE", "KEY", "ACCEPTED"}}
-	for _, e := range items {
+// eventHeader and eventRow are the table of events list and chain; chain
+// indents each type by the Event's depth.
+var eventHeader = []string{"SEQ", "ID", "TYPE", "SOURCE", "SCOPE", "KEY", "ACCEPTED"}
+
+func eventRow(indent bool) func(client.Event) []string {
+	return func(e client.Event) []string {
 		typ := e.Type
 		if indent {
 			typ = strings.Repeat("  ", e.Depth) + typ
 		}
-		rows = append(rows, []string{itoa(e.Seq), e.ID, typ, e.Source, e.Scope, or(e.CorrelationKey, "-"), when(e.AcceptedAt)})
+		return []string{itoa(e.Seq), e.ID, typ, e.Source, e.Scope, or(e.CorrelationKey, "-"), when(e.AcceptedAt)}
 	}
-	return rows
 }
 
 func newEventsListCmd(s Streams) *cobra.Command {
@@ -41,23 +44,10 @@ func newEventsListCmd(s Streams) *cobra.Command {
 		Short: "List Events in the order they were accepted",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ListEvents(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			if err := printLines(s.Out, eventRows(list.Items, false)); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
+				f.Page = lf.page()
+				return c.ListEvents(ctx, f)
+			}, eventHeader, eventRow(false))
 		},
 	}
 	fl := cmd.Flags()
@@ -109,22 +99,9 @@ Event derived from that root, in the order they were accepted, each
 indented by its depth (its parent is the nearest less indented Event above).`,
 		Args: oneArg("Event ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			list, err := c.EventChain(cmd.Context(), args[0], lf.page())
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			if err := printLines(s.Out, eventRows(list.Items, true)); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
+				return c.EventChain(ctx, args[0], lf.page())
+			}, eventHeader, eventRow(true))
 		},
 	}
 	lf.add(cmd)

@@ -30,31 +30,16 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 		Short: "List executions, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ListExecutions(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}}
-			for _, e := range list.Items {
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
+				f.Page = lf.page()
+				return c.ListExecutions(ctx, f)
+			}, []string{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}, func(e client.Execution) []string {
 				exit := "-"
 				if e.State == "finished" {
 					exit = itoa(int64(e.ExitCode))
 				}
-				rows = append(rows, []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exit, itoa(e.Epoch), when(e.CreatedAt)})
-			}
-			if err := printLines(s.Out, rows); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exit, itoa(e.Epoch), when(e.CreatedAt)}
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the attempts of this Work")

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -16,27 +15,6 @@ import (
 
 // Shared pieces of the resource commands (work, events, executions,
 // waits, artifacts, scopes, emit, config get|validate|apply, toolbelt).
-
-// listFlags are the paging flags of every list command.
-type listFlags struct {
-	limit  int
-	cursor string
-}
-
-func (f *listFlags) add(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&f.limit, "limit", 0, "how many to list, 1 to 500 (default 50)")
-	cmd.Flags().StringVar(&f.cursor, "cursor", "", "continue a listing where the previous page ended (its next cursor)")
-}
-
-func (f *listFlags) page() client.Page { return client.Page{Limit: f.limit, Cursor: f.cursor} }
-
-// printNext tells people how to see the next page, on the error stream so
-// that the table stays clean.
-func printNext(s Streams, cmd *cobra.Command, next string) {
-	if next != "" {
-		fmt.Fprintf(s.Err, "more: %s --cursor %s (with the same filters)\n", cmd.CommandPath(), next)
-	}
-}
 
 // keyFlag adds --idempotency-key to a command that changes something.
 func keyFlag(cmd *cobra.Command, key *string) {

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"strconv"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -29,32 +29,16 @@ func newToolbeltCallsCmd(s Streams) *cobra.Command {
 		Short: "List the toolbelt's call records: each call and refusal, with its result",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ToolbeltCalls(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"AT", "KIND", "OPERATION", "EXECUTION", "EPOCH", "RESULT", "GATE"}}
-			for _, call := range list.Items {
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.ToolbeltCall], error) {
+				f.Page = lf.page()
+				return c.ToolbeltCalls(ctx, f)
+			}, []string{"AT", "KIND", "OPERATION", "EXECUTION", "EPOCH", "RESULT", "GATE"}, func(call client.ToolbeltCall) []string {
 				result := call.Result
 				if call.Replayed {
 					result += " (replayed)"
 				}
-				rows = append(rows, []string{when(call.At), call.Kind, or(call.Operation, "-"), or(call.Execution, "-"),
-					strconv.FormatInt(call.Epoch, 10), result, or(call.Gate, "-")})
-			}
-			if err := printLines(s.Out, rows); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+				return []string{when(call.At), call.Kind, or(call.Operation, "-"), or(call.Execution, "-"), itoa(call.Epoch), result, or(call.Gate, "-")}
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.Execution, "execution", "", "only the calls of this execution")

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/client"
@@ -16,35 +18,16 @@ func newWaitsCmd(s Streams) *cobra.Command {
 		Short: "List waits: what a Work is waiting for",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ListWaits(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"ID", "WORK", "STATE", "TYPES", "KEYS", "TIMEOUT", "CREATED"}}
-			for _, w := range list.Items {
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Wait], error) {
+				f.Page = lf.page()
+				return c.ListWaits(ctx, f)
+			}, []string{"ID", "WORK", "STATE", "TYPES", "KEYS", "TIMEOUT", "CREATED"}, func(w client.Wait) []string {
 				keys := joinOr(w.Keys, "-")
 				if w.OnWorkKeys {
 					keys = "(the Work's keys)"
 				}
-				timeout := "-"
-				if !w.TimeoutAt.IsZero() {
-					timeout = when(w.TimeoutAt)
-				}
-				rows = append(rows, []string{w.ID, w.Work, w.State, joinOr(w.Types, "any"), keys, timeout, when(w.CreatedAt)})
-			}
-			if err := printLines(s.Out, rows); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+				return []string{w.ID, w.Work, w.State, joinOr(w.Types, "any"), keys, when(w.TimeoutAt), when(w.CreatedAt)}
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the waits of this Work")

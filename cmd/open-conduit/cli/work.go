@@ -38,27 +38,12 @@ func newWorkListCmd(s Streams) *cobra.Command {
 		Short: "List Work, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			f.Page = lf.page()
-			list, err := c.ListWork(cmd.Context(), f)
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"ID", "SCOPE", "BINDING", "STATE", "HELD", "ATTEMPTS", "CREATED"}}
-			for _, w := range list.Items {
-				rows = append(rows, []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)})
-			}
-			if err := printLines(s.Out, rows); err != nil {
-				return err
-			}
-			printNext(s, cmd, list.NextCursor)
-			return nil
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
+				f.Page = lf.page()
+				return c.ListWork(ctx, f)
+			}, []string{"ID", "SCOPE", "BINDING", "STATE", "HELD", "ATTEMPTS", "CREATED"}, func(w client.Work) []string {
+				return []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)}
+			})
 		},
 	}
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only Work of this scope")
