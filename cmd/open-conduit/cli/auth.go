@@ -115,19 +115,7 @@ func newAuthOperatorsCmd(s Streams) *cobra.Command {
 		Short: "List every operator credential (names, roles, token ids; never tokens)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, t, err := newClient(cmd)
-			if err != nil {
-				return err
-			}
-			list, err := c.Operators(cmd.Context())
-			if err != nil {
-				return clientFailure(err, t)
-			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
-			}
-			rows := [][]string{{"NAME", "ROLE", "TOKEN ID", "STATE", "CREATED", "REVOKED"}}
-			for _, o := range list.Items {
+			return runList(cmd, s, operators, []string{"NAME", "ROLE", "TOKEN ID", "STATE", "CREATED", "REVOKED"}, func(o client.Operator) []string {
 				state, revoked := "active", "-"
 				if !o.Active {
 					state = "revoked"
@@ -139,11 +127,19 @@ func newAuthOperatorsCmd(s Streams) *cobra.Command {
 				if o.Owner {
 					name += " (owner)"
 				}
-				rows = append(rows, []string{name, o.Role, o.TokenID, state, when(o.CreatedAt), revoked})
-			}
-			return printLines(s.Out, rows)
+				return []string{name, o.Role, o.TokenID, state, when(o.CreatedAt), revoked}
+			})
 		},
 	}
+}
+
+// operators reads every operator credential as a one-page list.
+func operators(c *client.Client, ctx context.Context) (*client.List[client.Operator], error) {
+	list, err := c.Operators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &client.List[client.Operator]{Items: list.Items, Raw: list.Raw}, nil
 }
 
 func newAuthOperatorsAddCmd(s Streams) *cobra.Command {

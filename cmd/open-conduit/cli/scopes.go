@@ -28,41 +28,35 @@ references are never shown.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return runList(cmd, s, (*client.Client).Scopes, []string{"ID", "PARENT", "STATE", "BINDINGS", "ROUTES"}, scopeRow)
+			}
 			c, t, err := newClient(cmd)
 			if err != nil {
 				return err
 			}
-			if len(args) == 1 {
-				sc, err := c.Scope(cmd.Context(), args[0], nil)
-				if err != nil {
-					return clientFailure(err, t)
-				}
-				if wantJSON(cmd) {
-					return printRaw(s.Out, sc.Raw)
-				}
-				return printScope(s, sc)
-			}
-			list, err := c.Scopes(cmd.Context())
+			sc, err := c.Scope(cmd.Context(), args[0], nil)
 			if err != nil {
 				return clientFailure(err, t)
 			}
 			if wantJSON(cmd) {
-				return printRaw(s.Out, list.Raw)
+				return printRaw(s.Out, sc.Raw)
 			}
-			rows := [][]string{{"ID", "PARENT", "STATE", "BINDINGS", "ROUTES"}}
-			for _, sc := range list.Items {
-				var bindings, routes []string
-				for _, b := range sc.Bindings {
-					bindings = append(bindings, b.ID+" ("+b.Executor+")")
-				}
-				for _, r := range sc.Routes {
-					routes = append(routes, r.ID)
-				}
-				rows = append(rows, []string{sc.ID, or(sc.Parent, "-"), scopeState(sc), or(strings.Join(bindings, ", "), "-"), or(strings.Join(routes, ", "), "-")})
-			}
-			return printLines(s.Out, rows)
+			return printScope(s, sc)
 		},
 	}
+}
+
+// scopeRow is a scope's row in the list of scopes.
+func scopeRow(sc client.Scope) []string {
+	var bindings, routes []string
+	for _, b := range sc.Bindings {
+		bindings = append(bindings, b.ID+" ("+b.Executor+")")
+	}
+	for _, r := range sc.Routes {
+		routes = append(routes, r.ID)
+	}
+	return []string{sc.ID, or(sc.Parent, "-"), scopeState(sc), or(strings.Join(bindings, ", "), "-"), or(strings.Join(routes, ", "), "-")}
 }
 
 func scopeState(sc client.Scope) string {
