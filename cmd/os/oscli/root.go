@@ -11,19 +11,19 @@ package oscli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/internal/cliexit"
 	"github.com/spf13/cobra"
 )
 
 // Exit codes.
 const (
-	ExitOK     = 0
-	ExitFailed = 1 // refused or failed
-	ExitUsage  = 2 // the command line itself is wrong
+	ExitOK     = cliexit.OK
+	ExitFailed = cliexit.Failed // refused or failed
+	ExitUsage  = cliexit.Usage  // the command line itself is wrong
 )
 
 // Streams are the command's standard streams and environment.
@@ -43,22 +43,8 @@ func (s Streams) getenv(k string) string {
 	return s.Getenv(k)
 }
 
-// exitError carries an exit code out of a command without printing twice.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // usagef makes an error that exits 2.
-func usagef(format string, args ...any) error {
-	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
-}
-
-// silent exits with code after the command already said what it had to.
-func silent(code int) error { return &exitError{code: code, err: errors.New("")} }
+func usagef(format string, args ...any) error { return cliexit.Usagef(format, args...) }
 
 // NewRoot builds the command tree.
 func NewRoot(s Streams) *cobra.Command {
@@ -69,15 +55,10 @@ func NewRoot(s Streams) *cobra.Command {
 socket OS_ENDPOINT names, with the token in OS_TOKEN_FILE (re-read on every
 call, since the host rotates it). Exit status: 0 ok, 1 refused or failed,
 2 usage.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%v (see '%s --help')", err, c.CommandPath())
-	})
 	root.AddCommand(
 		newCallCmd(s),
 		newEmitCmd(s),
@@ -90,7 +71,8 @@ call, since the host rotates it). Exit status: 0 ok, 1 refused or failed,
 	return root
 }
 
-// Main runs the CLI with args and returns the process exit code.
+// Main runs the CLI with args and returns the process exit code; every
+// failure prints one message after "os: " (see cliexit.Run).
 func Main(ctx context.Context, args []string, s Streams) int {
 	if s.In == nil {
 		s.In = os.Stdin
@@ -101,33 +83,20 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	if s.Err == nil {
 		s.Err = os.Stderr
 	}
-	root := NewRoot(s)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if msg := ee.err.Error(); msg != "" {
-			fmt.Fprintln(s.Err, "os:", msg)
-		}
-		return ee.code
-	}
+	return cliexit.Run(ctx, NewRoot(s), args, s.Err, failure)
+}
+
+// failure words the errors the commands return as they come, both exit 1:
+// a toolbelt refusal or transport failure, and an interrupted call.
+func failure(err error) (string, bool) {
 	var oe *osclient.Error
 	if errors.As(err, &oe) {
-		fmt.Fprintln(s.Err, "os:", describe(oe))
-		return ExitFailed
+		return describe(oe), true
 	}
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(s.Err, "os: interrupted; if the call may have landed, repeat it with the same --request-id to learn its result")
-		return ExitFailed
+		return "interrupted; if the call may have landed, repeat it with the same --request-id to learn its result", true
 	}
-	// Cobra's own errors (unknown command, wrong argument count) are usage
-	// errors.
-	fmt.Fprintln(s.Err, "os:", err)
-	fmt.Fprintln(s.Err, "Run 'os --help' for usage.")
-	return ExitUsage
+	return "", false
 }
 
 // describe renders a toolbelt refusal or transport failure: its code, its
