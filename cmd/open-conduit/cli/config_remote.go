@@ -69,10 +69,7 @@ output is config check's: one line per problem and per warning, then
 			}
 			res, err := c.ValidateConfig(cmd.Context(), doc)
 			if err != nil {
-				if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
-					return failf("%s is not a configuration document: %v", args[0], err)
-				}
-				return clientFailure(err, t)
+				return documentFailure(err, args[0], t)
 			}
 			if wantJSON(cmd) {
 				if err := printRaw(s.Out, res.Raw); err != nil {
@@ -90,6 +87,16 @@ output is config check's: one line per problem and per warning, then
 			return nil
 		},
 	}
+}
+
+// documentFailure reports a failed validate or apply of the configuration
+// file at path: an error that is neither the daemon's answer nor a failure
+// to reach it is the client's refusal of the document itself.
+func documentFailure(err error, path string, t target) error {
+	if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
+		return failf("%s is not a configuration document: %v", path, err)
+	}
+	return clientFailure(err, t)
 }
 
 // printValidation prints diagnostics and warnings as config check does.
@@ -149,10 +156,7 @@ reads the active generation first and applies against that.`,
 				if client.IsStaleGeneration(err) {
 					return failf("the active configuration is no longer generation %d: someone applied another since; read it (open-conduit config get) and apply again", expected)
 				}
-				if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
-					return failf("%s is not a configuration document: %v", args[0], err)
-				}
-				return clientFailure(err, t)
+				return documentFailure(err, args[0], t)
 			}
 			if wantJSON(cmd) {
 				return printRaw(s.Out, res.Raw)
