@@ -1,8 +1,6 @@
 package oscli
 
 import (
-	"encoding/json"
-
 	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/spf13/cobra"
@@ -24,12 +22,9 @@ acting twice.`,
 			if err := extension.OperationName(op); err != nil {
 				return usagef("%q is not an operation name: %v (see 'os guidance')", op, err)
 			}
-			var in json.RawMessage
-			if input != "" {
-				var err error
-				if in, err = readJSON("input", input, s.In, true); err != nil {
-					return err
-				}
+			in, err := readJSON("input", input, s.In, true)
+			if err != nil {
+				return err
 			}
 			c, err := client(s)
 			if err != nil {

@@ -20,11 +20,9 @@ Prints the new Event's ID; --json prints the whole result.`,
 		Args: args(1, "one Event TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := osclient.EmitInput{Type: args[0], CorrelationKey: key}
-			if data != "" {
-				var err error
-				if in.Data, err = readJSON("data", data, s.In, false); err != nil {
-					return err
-				}
+			var err error
+			if in.Data, err = readJSON("data", data, s.In, false); err != nil {
+				return err
 			}
 			resp, err := callBuiltin(cmd, s, osclient.OpEmit, in, requestID)
 			if err != nil {

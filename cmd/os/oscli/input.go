@@ -10,12 +10,15 @@ import (
 )
 
 // readJSON turns a JSON|@FILE|- flag value into JSON: "-" reads standard
-// input, "@path" reads a file, anything else is the JSON itself. With
-// object, only a JSON object is accepted. The value is never echoed back:
-// it may hold something the caller keeps private.
+// input, "@path" reads a file, anything else is the JSON itself; an empty
+// value is no JSON (nil). With object, only a JSON object is accepted. The
+// value is never echoed back: it may hold something the caller keeps
+// private.
 func readJSON(flag, value string, in io.Reader, object bool) (json.RawMessage, error) {
 	var b []byte
 	switch {
+	case value == "":
+		return nil, nil
 	case value == "-":
 		var err error
 		if b, err = io.ReadAll(in); err != nil {

@@ -23,11 +23,9 @@ after it.`,
 			if in.Outcome != "succeeded" && in.Outcome != "failed" {
 				return usagef("the outcome is succeeded or failed, not %q", in.Outcome)
 			}
-			if data != "" {
-				var err error
-				if in.Data, err = readJSON("data", data, s.In, false); err != nil {
-					return err
-				}
+			var err error
+			if in.Data, err = readJSON("data", data, s.In, false); err != nil {
+				return err
 			}
 			resp, err := callBuiltin(cmd, s, osclient.OpDeclareOutcome, in, requestID)
 			if err != nil {
