@@ -7,8 +7,8 @@ import (
 )
 
 // Registration is what an extension hands the host's Registrar: its name,
-// which owns the namespace <name>.*, its operations, its toolsets and an
-// optional gate.
+// which owns the namespace <name>.*, its operations, its toolsets, its
+// operator actions and an optional gate.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -16,6 +16,9 @@ type Registration struct {
 	Operations []Operation
 	// Toolsets are named sets of the registration's operations by role.
 	Toolsets []Toolset
+	// Actions are served to operators only, under the registration's
+	// namespace (see Action).
+	Actions []Action
 	// Gate, when set, is asked before every other registration's
 	// operation runs (see Gate).
 	Gate Gate

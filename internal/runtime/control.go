@@ -16,6 +16,8 @@ type ControlOptions struct {
 	// Causal bounds an operator's event derived from a parent (zero
 	// fields take DefaultCausalLimits); SetCausal replaces it at run time.
 	Causal CausalLimits
+	// Actions are the operator actions Act runs (nil: none).
+	Actions *Actions
 }
 
 // Control holds the operator controls the management API calls. Each
@@ -25,14 +27,15 @@ type ControlOptions struct {
 // request completes the same operation and returns its result instead of
 // acting twice.
 type Control struct {
-	rt     *Runtime
-	store  storage.Store
-	causal causalHolder
+	rt      *Runtime
+	store   storage.Store
+	causal  causalHolder
+	actions *Actions
 }
 
 // NewControl returns the operator controls.
 func NewControl(opts ControlOptions) *Control {
-	c := &Control{rt: opts.Runtime, store: opts.Store}
+	c := &Control{rt: opts.Runtime, store: opts.Store, actions: opts.Actions}
 	c.SetCausal(opts.Causal)
 	return c
 }

@@ -217,19 +217,29 @@ func checkOperation(op extension.Operation) error {
 	case (op.Handler == nil) == (op.Emit == nil):
 		return errors.New("give it exactly one of a Handler and an Emit translator")
 	}
-	if len(op.InputSchema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(op.InputSchema, &schema); err != nil {
-			return errors.New("its input schema is not a JSON object")
-		}
-		if t, ok := schema["type"]; ok && t != "object" {
-			return errors.New(`its input schema's type must be "object"`)
-		}
+	if err := checkInputSchema(op.InputSchema); err != nil {
+		return err
 	}
 	for _, c := range op.Capabilities {
 		if err := extension.OperationName(c); err != nil {
 			return fmt.Errorf("capability %q is not a dotted lower-case name", c)
 		}
+	}
+	return nil
+}
+
+// checkInputSchema checks an operation's or an action's input schema: empty,
+// or a JSON object whose type, when given, is "object".
+func checkInputSchema(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return errors.New("its input schema is not a JSON object")
+	}
+	if t, ok := schema["type"]; ok && t != "object" {
+		return errors.New(`its input schema's type must be "object"`)
 	}
 	return nil
 }

@@ -1,0 +1,117 @@
+package management
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// The action routes: the operator actions extensions register, listed and
+// run. An action is operator-side only; the toolbelt never serves one.
+
+// ActionControls list and run the operator actions; *runtime.Control
+// implements them.
+type ActionControls interface {
+	Actions() []runtime.ActionInfo
+	Act(ctx context.Context, req runtime.ActRequest) (runtime.ActResult, error)
+}
+
+var _ ActionControls = (*runtime.Control)(nil)
+
+// ActionsOptions are what the action routes call and read.
+type ActionsOptions struct {
+	// Control lists and runs the actions (required).
+	Control ActionControls
+	// Config is the configuration service (required): an action is taken
+	// in an active scope of the active generation.
+	Config *ConfigService
+}
+
+// Actions serves the action routes.
+type Actions struct {
+	control ActionControls
+	config  *ConfigService
+}
+
+// NewActions checks the options and returns the action routes.
+func NewActions(opts ActionsOptions) (*Actions, error) {
+	if opts.Control == nil || opts.Config == nil {
+		return nil, errors.New("management: ActionsOptions need Control and Config")
+	}
+	return &Actions{control: opts.Control, config: opts.Config}, nil
+}
+
+// Routes is the actions' part of the route table, for Options.Routes:
+// the list needs view; running one needs operate and an Idempotency-Key.
+func (as *Actions) Routes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/v1/actions", Role: RoleView, Handler: as.list},
+		{Method: "POST", Pattern: "/v1/actions/{name}", Role: RoleOperate, Idempotent: true, Handler: as.act},
+	}
+}
+
+// list serves GET /v1/actions: every registered action, in name order,
+// in one page.
+func (as *Actions) list(r *http.Request) (any, error) {
+	if err := NoQuery(r); err != nil {
+		return nil, err
+	}
+	return Page[runtime.ActionInfo]{Items: as.control.Actions()}, nil
+}
+
+// ActRequest is the body of POST /v1/actions/{name}.
+type ActRequest struct {
+	Scope string `json:"scope"`
+	// Work, when set, is a Work of the scope the action is about.
+	Work  string         `json:"work,omitempty"`
+	Input jsontext.Value `json:"input,omitempty"`
+}
+
+// ActResponse is the answer of an action: the core.action Event that
+// records it and the action's result.
+type ActResponse struct {
+	Event  storage.Event   `json:"event"`
+	Result json.RawMessage `json:"result"`
+	// Existing is true when an earlier request with the same identity
+	// accepted the Event; the action ran again with the same request id.
+	Existing bool `json:"existing"`
+}
+
+func (as *Actions) act(r *http.Request) (any, error) {
+	var req ActRequest
+	if err := DecodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	if !slices.ContainsFunc(as.control.Actions(), func(a runtime.ActionInfo) bool { return a.Name == name }) {
+		return nil, Errorf(CodeNotFound, "no action %s is registered (open-conduit actions lists them)", clip(name))
+	}
+	if req.Scope == "" {
+		return nil, Errorf(CodeInvalidRequest, "scope is required: name the scope the action is taken in (open-conduit scopes lists them)")
+	}
+	snap := as.config.Active()
+	if sc, ok := snap.Scope(req.Scope); !ok || !sc.Active {
+		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+	}
+	input, err := objectData("input", req.Input)
+	if err != nil {
+		return nil, err
+	}
+	delivery, err := derived(r, "actions.act", name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, _ := actorContext(r)
+	res, err := as.control.Act(ctx, runtime.ActRequest{Action: name, Scope: req.Scope, Work: req.Work, Input: input, DeliveryID: delivery})
+	if err != nil {
+		return nil, controlErr(err)
+	}
+	return ActResponse{Event: res.Event, Result: res.Result, Existing: res.Event.Replayed}, nil
+}
