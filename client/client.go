@@ -326,3 +326,9 @@ func IsUnreachable(err error) bool {
 	var ue *UnreachableError
 	return errors.As(err, &ue)
 }
+
+// IsTokenError reports whether err says the token file could not be read.
+func IsTokenError(err error) bool {
+	var te *TokenError
+	return errors.As(err, &te)
+}

@@ -108,6 +108,16 @@ func TestClientErrorsSayWhatToDo(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "token file") || !strings.Contains(errs, "--token-file") {
 		t.Fatalf("missing token file: %d %q", code, errs)
 	}
+	// The same for the commands that send a configuration document: the
+	// document is fine, the token file is what is missing.
+	doc := filepath.Join(empty, "config.json")
+	os.WriteFile(doc, []byte(`{"version": 1}`), 0o600)
+	for _, cmd := range []string{"validate", "apply"} {
+		code, _, errs = run(t, "config", cmd, doc)
+		if code != 1 || !strings.Contains(errs, "--token-file") || strings.Contains(errs, "not a configuration document") {
+			t.Fatalf("config %s with a missing token file: %d %q", cmd, code, errs)
+		}
+	}
 	// A token but no daemon.
 	os.MkdirAll(filepath.Join(empty, "private"), 0o700)
 	management.WriteTokenFile(management.OwnerTokenPath(empty), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")

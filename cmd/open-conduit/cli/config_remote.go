@@ -90,10 +90,11 @@ output is config check's: one line per problem and per warning, then
 }
 
 // documentFailure reports a failed validate or apply of the configuration
-// file at path: an error that is neither the daemon's answer nor a failure
-// to reach it is the client's refusal of the document itself.
+// file at path: an error that is neither the daemon's answer, nor a failure
+// to reach it, nor an unreadable token file is the client's refusal of the
+// document itself.
 func documentFailure(err error, path string, t target) error {
-	if client.ErrorCode(err) == "" && !client.IsUnreachable(err) {
+	if client.ErrorCode(err) == "" && !client.IsUnreachable(err) && !client.IsTokenError(err) {
 		return failf("%s is not a configuration document: %v", path, err)
 	}
 	return clientFailure(err, t)
