@@ -1,8 +1,10 @@
 // Command testdaemon is the real Open Conduit daemon (internal/daemon) with
 // one extra extension, e2ecred, whose operation e2ecred.credential serves
-// git.credential. The end-to-end suite builds it beside the real binaries
-// so that real git, configured with `os git-credential` as its credential
-// helper, has an operation to get a credential from. Everything else
+// git.credential and whose operator action e2ecred.whoami answers with who
+// asked. The end-to-end suite builds it beside the real binaries so that
+// real git, configured with `os git-credential` as its credential helper,
+// has an operation to get a credential from, and an operator has an action
+// to run with `open-conduit act`. Everything else
 // (storage, scheduler, shell executor, sockets, the os binary the shell
 // job calls) is the production code, unchanged.
 //
@@ -62,7 +64,7 @@ type credentialInput struct {
 // the test can tell that the host handed the handler the caller's
 // authority.
 func credentialExtension(password string) extension.Registration {
-	return extension.Registration{Name: "e2ecred", Operations: []extension.Operation{{
+	return extension.Registration{Name: "e2ecred", Actions: []extension.Action{whoamiAction}, Operations: []extension.Operation{{
 		Name:         "e2ecred.credential",
 		Summary:      "Give git a credential for the test server.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"protocol":{"type":"string"},"host":{"type":"string"},"path":{"type":"string"},"username":{"type":"string"}},"required":["protocol","host"]}`),
@@ -82,4 +84,25 @@ func credentialExtension(password string) extension.Registration {
 			return json.Marshal(map[string]string{"username": "x-access-token", "password": password + "-" + auth.Work})
 		},
 	}}}
+}
+
+// whoamiAction answers with what the host handed it (the caller, scope,
+// Work, request id, core.action Event and input), so the suite can tell
+// that an operator's action runs as that operator. An input with
+// "refuse": true is refused with the action's own code.
+var whoamiAction = extension.Action{
+	Name:        "e2ecred.whoami",
+	Summary:     "Answer with who asked, where and with what.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"refuse":{"type":"boolean"}}}`),
+	Handler: func(_ context.Context, req extension.ActionRequest) (json.RawMessage, error) {
+		var in struct {
+			Refuse bool `json:"refuse"`
+		}
+		if err := json.Unmarshal(req.Input, &in); err != nil || in.Refuse {
+			return nil, &extension.OperationError{Code: "whoami_refused", Message: "the input asked for a refusal; leave refuse out"}
+		}
+		return json.Marshal(map[string]any{
+			"caller": req.Caller, "scope": req.Scope, "work": req.Work, "request_id": req.RequestID, "event": req.Event, "input": req.Input,
+		})
+	},
 }

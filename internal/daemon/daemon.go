@@ -78,7 +78,8 @@ type Options struct {
 	// when nil.
 	Keyring config.Keyring
 	// Extensions are registered on the toolbelt, so their operations can
-	// be called, and added to Registry, so a binding may grant them. The
+	// be called, and added to Registry, so a binding may grant them; their
+	// actions are served to operators (POST /v1/actions/{name}). The
 	// release itself registers none yet; a host that embeds the daemon
 	// (the end-to-end suite's test daemon) passes its own. A refused
 	// registration stops the start.
@@ -298,7 +299,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.rt, err = runtime.New(runtime.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
 		return err
 	}
-	d.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: d.rt, Store: d.store, Causal: causalOf(limits)})
+	actions := runtime.NewActions()
+	d.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: d.rt, Store: d.store, Causal: causalOf(limits), Actions: actions})
 	d.tb, err = runtime.NewToolbelt(runtime.ToolbeltOptions{
 		Runtime: d.rt, Store: d.store, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
@@ -313,6 +315,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	for _, ext := range d.opts.Extensions {
 		if err := d.tb.Register(ext); err != nil {
 			return fmt.Errorf("cannot register extension %s on the toolbelt: %w", ext.Name, err)
+		}
+		if err := actions.Register(ext); err != nil {
+			return fmt.Errorf("cannot register the actions of extension %s: %w", ext.Name, err)
 		}
 	}
 
@@ -333,6 +338,10 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	actionRoutes, err := management.NewActions(management.ActionsOptions{Control: d.ctl, Config: svc})
+	if err != nil {
+		return err
+	}
 	d.srv, err = management.New(management.Options{
 		Credentials:     management.StoreCredentials(d.store),
 		ExecutionTokens: management.ToolbeltTokens(d.tb),
@@ -343,7 +352,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		CursorKey:       cursorKey,
 		Version:         d.opts.Version,
 		Logger:          d.log.With("component", "management"),
-		Routes:          resources.Routes(),
+		Routes:          append(resources.Routes(), actionRoutes.Routes()...),
 		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
 			return runtime.WithActor(ctx, p.Actor())
 		},
