@@ -5,6 +5,9 @@
 // binary and puts that directory first on every execution's PATH), it is
 // the in-execution CLI, package oscli, so that one binary is all a
 // `go run ./cmd/open-conduit daemon` needs.
+//
+// It must never hold logic of its own: it picks the command tree by its
+// name and hands it the process's streams, signals and exit code.
 package main
 
 import (

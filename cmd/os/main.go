@@ -1,6 +1,8 @@
 // Command os is the program an Open Conduit execution runs to reach its
 // toolbelt: call, emit, wait, outcome, guidance, mcp and git-credential. It
 // reads OS_ENDPOINT and OS_TOKEN_FILE. The commands live in package oscli.
+//
+// It must never print, log or pass on the token it reads.
 package main
 
 import (
