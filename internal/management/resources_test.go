@@ -3,6 +3,7 @@ package management_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -768,4 +769,37 @@ func TestOpaqueIDsWithSlashes(t *testing.T) {
 	// Unescaped, the id is three segments: no such route.
 	got := do(t, s.Harness, req{method: "GET", path: "/v1/work/github/pr/12", token: s.OwnerToken(t)})
 	expect(t, got, http.StatusNotFound, "not_found")
+}
+
+// TestWorkCreateAnswersTheReadETag: a Work creation's ETag is the entity
+// tag GET /v1/work/{id} sends for the same revision (a quoted tag, never
+// the revision itself), so a client can follow the Work with it at once.
+func TestWorkCreateAnswersTheReadETag(t *testing.T) {
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
+	tok := s.OwnerToken(t)
+	created := do(t, s.Harness, req{method: "POST", path: "/v1/work", token: tok, body: `{"scope":"setup"}`,
+		header: map[string]string{"Idempotency-Key": "etag-1"}})
+	if created.status != http.StatusCreated {
+		t.Fatalf("create = %d %s", created.status, created.body)
+	}
+	var body struct {
+		Work struct {
+			ID string `json:"id"`
+		} `json:"work"`
+	}
+	if err := json.Unmarshal(created.body, &body); err != nil || body.Work.ID == "" {
+		t.Fatalf("create body %s: %v", created.body, err)
+	}
+	etag := created.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || strings.Contains(etag, body.Work.ID) {
+		t.Errorf("creation ETag %q is not an opaque quoted entity tag", etag)
+	}
+	read := do(t, s.Harness, req{method: "GET", path: "/v1/work/" + body.Work.ID, token: tok})
+	if read.status != http.StatusOK || read.header.Get("ETag") != etag {
+		t.Fatalf("read ETag %q after creation ETag %q", read.header.Get("ETag"), etag)
+	}
+	same := do(t, s.Harness, req{method: "GET", path: "/v1/work/" + body.Work.ID, token: tok, header: map[string]string{"If-None-Match": etag}})
+	if same.status != http.StatusNotModified {
+		t.Errorf("read with the creation's ETag = %d, want 304", same.status)
+	}
 }

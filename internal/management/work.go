@@ -157,7 +157,7 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 	if res.Replayed {
 		status = http.StatusOK
 	}
-	return &Response{Status: status, ETag: workETag(res.Work),
+	return &Response{Status: status, ETag: ETag(workETag(res.Work)),
 		Body: CreateWorkResponse{Work: res.Work, CreatedEvent: res.Created, InputEvent: res.Input, Existing: res.Replayed}}, nil
 }
 
