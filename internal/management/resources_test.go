@@ -553,6 +553,9 @@ func TestScopesAndTrace(t *testing.T) {
 	if n, _ := c.ListEvents(ctx, client.EventFilter{}); len(n.Items) != 0 {
 		t.Errorf("a trace recorded events: %+v", n.Items)
 	}
+	if tr, err := c.TraceRoute(ctx, "setup", client.TraceRequest{Type: "deploy.requested", Source: "core.action"}); err != nil || len(tr.Decision.Routes) == 0 {
+		t.Fatalf("trace of an action's event = %+v, %v", tr, err)
+	}
 	tr, err = c.TraceRoute(ctx, "setup", client.TraceRequest{Type: "note.added", Source: "core.manual"})
 	if err != nil || tr.Decision.Effect != "unmatched" || tr.Decision.Routes[0].Verdict != "skip" {
 		t.Fatalf("unmatched trace = %+v, %v", tr, err)
@@ -560,7 +563,9 @@ func TestScopesAndTrace(t *testing.T) {
 	for name, ev := range map[string]client.TraceRequest{
 		"core type":   {Type: "core.work.created"},
 		"host source": {Type: "a.b", Source: "core.host"},
-		"bad data":    {Type: "a.b", Data: []byte(`[1]`)},
+		// No ingress registers it and no package owns the type.
+		"unknown source": {Type: "a.b", Source: "github.webhook"},
+		"bad data":       {Type: "a.b", Data: []byte(`[1]`)},
 	} {
 		if _, err := c.TraceRoute(ctx, "setup", ev); !client.IsInvalidRequest(err) {
 			t.Errorf("trace of %s: %v", name, err)

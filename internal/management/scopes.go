@@ -178,11 +178,24 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	if err := runtime.CheckTraceEvent(&ev); err != nil {
 		return nil, controlErr(err)
 	}
+	if !knownTraceSource(ev.Source) {
+		return nil, Errorf(CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
+			clip(ev.Source), clip(ev.Type), runtime.SourceManual, runtime.SourceAction)
+	}
 	d, err := rs.control.Trace(r.Context(), ev)
 	if err != nil {
 		return nil, controlErr(err)
 	}
 	return TraceResponse{Scope: sc.ID, Generation: snap.Generation, Decision: d}, nil
+}
+
+// knownTraceSource reports whether a trace may name source: the
+// operator's (core.manual) and an action's (core.action). The spec also
+// admits sources an ingress registers and sources of types a package
+// owns; this release has neither, so every other source is unknown and
+// refused rather than explained.
+func knownTraceSource(source string) bool {
+	return source == runtime.SourceManual || source == runtime.SourceAction
 }
 
 // RouteSample is a named sample Event a scope's route handlers offer.
