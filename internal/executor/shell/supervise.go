@@ -38,11 +38,15 @@ func Supervise(dir string) error {
 	signal.Notify(stopped, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	// The supervisor later moves into the command's working directory.
-	dir, err := filepath.Abs(dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
+		// The launch file holds secrets: it goes even when nothing runs.
+		os.Remove(filepath.Join(dir, launchFile))
 		return err
 	}
+	dir = abs
 	if err := writeRecord(dir, os.Getpid()); err != nil {
+		os.Remove(filepath.Join(dir, launchFile))
 		return fmt.Errorf("cannot record the supervisor in the execution directory: %w", err)
 	}
 
