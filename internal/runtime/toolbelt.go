@@ -303,7 +303,7 @@ func (tb *Toolbelt) gates() []extension.Registration {
 // IssueRequest asks for a fresh token for one epoch of an execution. Scope,
 // Work, Binding and Generation default to the execution's own and must
 // match it when given; Grants default to the binding grants the Work took;
-// Deadline defaults to the attempt's deadline.
+// Deadline defaults to the attempt's deadline and may only be earlier.
 type IssueRequest struct {
 	Execution  string
 	Epoch      int64
@@ -365,8 +365,10 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 			}
 			grants = w.Grants
 		}
+		// The attempt's deadline bounds the token whatever was asked for:
+		// a token never outlives active authority.
 		deadline := req.Deadline
-		if deadline.IsZero() {
+		if deadline.IsZero() || (!exe.Deadline.IsZero() && exe.Deadline.Before(deadline)) {
 			deadline = exe.Deadline
 		}
 		expires := deadline

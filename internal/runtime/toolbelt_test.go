@@ -171,6 +171,29 @@ func TestToolbeltLifetime(t *testing.T) {
 	}
 }
 
+// TestTokenNeverOutlivesTheAttempt: a deadline asked for beyond the
+// attempt's own is cut to the attempt's, so a token can never outlive
+// active authority.
+func TestTokenNeverOutlivesTheAttempt(t *testing.T) {
+	f := fixture(t, false)
+	a, err := f.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Execution.Deadline.IsZero() {
+		t.Fatal("the fixture's attempt has no deadline")
+	}
+	tok, err := f.TB.IssueToken(context.Background(), runtime.IssueRequest{
+		Execution: a.Execution.ID, Epoch: a.Execution.Epoch, Deadline: a.Execution.Deadline.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.ExpiresAt.Equal(a.Execution.Deadline) {
+		t.Fatalf("a token asked to last past the attempt expires %v, want the attempt deadline %v", tok.ExpiresAt, a.Execution.Deadline)
+	}
+}
+
 // gate refuses calls whose input says deny, parks those that say park.
 func gate(ctx context.Context, req extension.GateRequest) (*extension.WaitPlan, error) {
 	switch {
