@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -806,5 +807,39 @@ func TestWorkCreateAnswersTheReadETag(t *testing.T) {
 	same := do(t, s.Harness, req{method: "GET", path: "/v1/work/" + body.Work.ID, token: tok, header: map[string]string{"If-None-Match": etag}})
 	if same.status != http.StatusNotModified {
 		t.Errorf("read with the creation's ETag = %d, want 304", same.status)
+	}
+}
+
+// TestEveryIDRouteTakesAnEscapedSlash sends, on every route with a path
+// wildcard, an id holding "/" escaped as %2F, and checks that the route's
+// own handler got the whole id back unescaped (its not_found names it),
+// instead of the path falling apart into segments no route has.
+func TestEveryIDRouteTakesAnEscapedSlash(t *testing.T) {
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
+	tok := s.OwnerToken(t)
+	n := 0
+	for _, rt := range s.Server.Routes() {
+		open := strings.Index(rt.Pattern, "{")
+		if open < 0 || rt.Class == management.ClassExecution {
+			continue
+		}
+		n++
+		closing := strings.Index(rt.Pattern, "}")
+		path := rt.Pattern[:open] + "no%2Fsuch%2Fid" + rt.Pattern[closing+1:]
+		body := "{}"
+		switch {
+		case strings.HasSuffix(rt.Pattern, "/route/trace"):
+			body = `{"type":"a.b"}`
+		case strings.HasPrefix(rt.Pattern, "/v1/actions/"):
+			body = `{"scope":"setup"}`
+		}
+		got := do(t, s.Harness, req{method: rt.Method, path: path, token: tok, body: body, header: map[string]string{"Idempotency-Key": "slash-" + strconv.Itoa(n)}})
+		if got.status != http.StatusNotFound || got.code() != "not_found" || !strings.Contains(got.message(), "no/such/id") ||
+			strings.Contains(got.message(), "no route") {
+			t.Errorf("%s %s: %d %s; want the handler's not_found naming no/such/id", rt.Method, path, got.status, bytes.TrimSpace(got.body))
+		}
+	}
+	if n < 12 {
+		t.Fatalf("only %d routes with an id; the route table lost some", n)
 	}
 }
