@@ -247,32 +247,40 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	return err
 }
 
-// inputSeq is the acceptance sequence of the last input the attempt
-// acknowledged (the Work's core.work.created when it had none): the
-// default watermark of a declared wait.
+// inputSeq is the highest acceptance sequence among the inputs the
+// attempt acknowledged (the Work's core.work.created when it had none): the
+// default watermark of a declared wait. It is the highest, not the last
+// position's: a backscanned wake queues an older event behind newer inputs,
+// and a watermark below an acknowledged input would let that input satisfy
+// the wait again.
 func (s *Scheduler) inputSeq(ctx context.Context, tx storage.Tx, exe storage.Execution) (int64, error) {
-	var eventID string
-	if exe.InputWatermark > 0 {
-		ins, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: exe.Work, AfterPosition: exe.InputWatermark - 1, Limit: 1})
-		if err != nil {
-			return 0, err
-		}
-		if len(ins) == 1 {
-			eventID = ins[0].Event
-		}
-	}
-	if eventID == "" {
-		w, err := tx.GetWork(ctx, exe.Work)
-		if err != nil {
-			return 0, err
-		}
-		eventID = w.CreatedEvent
-	}
-	ev, err := tx.GetEvent(ctx, eventID)
+	w, err := tx.GetWork(ctx, exe.Work)
 	if err != nil {
 		return 0, err
 	}
-	return ev.Seq, nil
+	created, err := tx.GetEvent(ctx, w.CreatedEvent)
+	if err != nil {
+		return 0, err
+	}
+	mark := created.Seq
+	for after := int64(0); after < exe.InputWatermark; {
+		ins, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: exe.Work, AfterPosition: after, UntilPosition: exe.InputWatermark, Limit: storage.MaxLimit})
+		if err != nil {
+			return 0, err
+		}
+		if len(ins) == 0 {
+			break
+		}
+		for _, in := range ins {
+			ev, err := tx.GetEvent(ctx, in.Event)
+			if err != nil {
+				return 0, err
+			}
+			mark = max(mark, ev.Seq)
+		}
+		after = ins[len(ins)-1].Position
+	}
+	return mark, nil
 }
 
 // Declare records a segment's declaration under the fence; it is
