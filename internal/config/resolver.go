@@ -254,21 +254,43 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 		env = append(env, "HOME="+home)
 	}
 
+	// Standard output is a pipe of our own rather than StdoutPipe, so that
+	// Wait returns when the shell ends even while something it left behind
+	// still holds the pipe's write end.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", secretErr(SecretCommandFailed, "the cmd reference's command could not be started")
+	}
+	defer pr.Close()
 	cmd := exec.Command(shell, "-c", text)
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdin = nil  // /dev/null
 	cmd.Stderr = nil // discarded
+	cmd.Stdout = pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
+	err = cmd.Start()
+	pw.Close() // the command holds its own copy
 	if err != nil {
-		return "", secretErr(SecretCommandFailed, "the cmd reference's command could not be started")
-	}
-	if err := cmd.Start(); err != nil {
 		return "", secretErr(SecretCommandFailed, "the cmd reference's command could not be started: check that /bin/sh exists")
 	}
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	var (
+		buf      bytes.Buffer
+		readErr  error
+		tooLarge bool
+	)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		_, readErr = io.Copy(&buf, io.LimitReader(pr, MaxCommandOutput+1))
+		if buf.Len() > MaxCommandOutput {
+			tooLarge = true
+			killGroup()
+		}
+	}()
 
 	deadline, stopTimer := r.deadline(timeout)
 	defer stopTimer()
@@ -285,23 +307,19 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 			return
 		}
 		// The whole group: a shell that ignores SIGTERM, and anything it
-		// started, ends here. Closing our end of the pipe also frees the
-		// read from a process that left the group but kept it.
+		// started, ends here. The read deadline also frees the read from a
+		// process that left the group but kept the pipe.
 		killGroup()
-		_ = out.Close()
+		_ = pr.SetReadDeadline(time.Now())
 	}()
 
-	var buf bytes.Buffer
-	_, readErr := io.Copy(&buf, io.LimitReader(out, MaxCommandOutput+1))
-	tooLarge := buf.Len() > MaxCommandOutput
-	if tooLarge {
-		killGroup()
-	}
 	waitErr := cmd.Wait()
+	// Whatever the command left behind in its group goes with it, so the
+	// pipe reaches its end once the command has.
+	killGroup()
+	<-readDone
 	close(stopped)
 	<-watcherDone
-	// Whatever the command left behind in its group goes with it.
-	killGroup()
 
 	switch {
 	case ctx.Err() != nil:

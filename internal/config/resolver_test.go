@@ -417,6 +417,33 @@ func TestResolveCommandTimeoutKillsTheGroup(t *testing.T) {
 	}
 }
 
+// TestResolveCommandLeftoversDoNotHoldTheAnswer: when the command ends,
+// whatever it left running in its group is killed and what it printed is
+// the secret, even if a leftover still held its standard output. The
+// deadline never fires here: the answer must not wait for it.
+func TestResolveCommandLeftoversDoNotHoldTheAnswer(t *testing.T) {
+	fire := make(chan time.Time, 1)
+	defer func() { fire <- time.Now() }() // frees a broken Resolve
+	r := &Resolver{StateDir: t.TempDir(), After: func(time.Duration) <-chan time.Time { return fire }}
+	type answer struct {
+		v   string
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		v, err := r.Resolve(context.Background(), "cmd:sleep 300 & printf s3cret")
+		done <- answer{v, err}
+	}()
+	select {
+	case a := <-done:
+		if a.err != nil || a.v != "s3cret" {
+			t.Fatalf("Resolve = %q, %v; want the printed secret", a.v, a.err)
+		}
+	case <-time.After(guard):
+		t.Fatal("Resolve waited for a background job the command left behind instead of ending with the command")
+	}
+}
+
 // TestResolveCommandCancelled: the caller's context ending kills the
 // group too.
 func TestResolveCommandCancelled(t *testing.T) {
