@@ -1,7 +1,30 @@
 package sqlite
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+
+	"github.com/open-conduit/open-conduit/internal/clock"
+)
 
 // RawForTest opens the file with the driver alone, without migrations, so a
 // test can shape what a later release would have written.
 func RawForTest(path string) (*sql.DB, error) { return sql.Open(driverName, path) }
+
+// TestMigration is a migration a test supplies instead of the embedded
+// ones.
+type TestMigration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// ApplyMigrationsForTest applies ms to db as Open applies the embedded
+// migrations.
+func ApplyMigrationsForTest(ctx context.Context, db *sql.DB, ms []TestMigration) error {
+	var list []migration
+	for _, m := range ms {
+		list = append(list, migration{version: m.Version, name: m.Name, sql: m.SQL})
+	}
+	return applyMigrations(ctx, db, clock.System{}, list)
+}

@@ -251,6 +251,16 @@ func migrate(ctx context.Context, db *sql.DB, c clock.Clock) error {
 	if err != nil {
 		return err
 	}
+	return applyMigrations(ctx, db, c, ms)
+}
+
+// applyMigrations applies, in ascending order, every migration of ms the
+// database has not recorded, each in its own transaction. It goes by the
+// set of recorded versions, not by the highest one, so a migration
+// numbered below one already applied (the numbers leave gaps for that) is
+// still applied, and exactly once. A database that records a version ms
+// does not know was written by a newer release and is refused.
+func applyMigrations(ctx context.Context, db *sql.DB, c clock.Clock, ms []migration) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT    NOT NULL,
@@ -258,22 +268,48 @@ func migrate(ctx context.Context, db *sql.DB, c clock.Clock) error {
 	)`); err != nil {
 		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
 	}
-	var have int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("sqlite: read schema version: %w", err)
+	have, err := appliedVersions(ctx, db)
+	if err != nil {
+		return err
 	}
-	if n := len(ms); n > 0 && have > ms[n-1].version {
-		return fmt.Errorf("sqlite: the database has schema version %d, newer than this release knows (%d); run the newer release", have, ms[n-1].version)
+	known := map[int]bool{}
+	last := 0
+	for _, m := range ms {
+		known[m.version] = true
+		last = max(last, m.version)
+	}
+	for _, v := range have {
+		if !known[v] {
+			return fmt.Errorf("sqlite: the database has schema version %d, which this release does not know (it knows up to %d); it was written by a newer release, so run the newer release", v, last)
+		}
 	}
 	for _, m := range ms {
-		if m.version <= have {
-			continue
-		}
 		if err := applyMigration(ctx, db, m, c.Now()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appliedVersions lists the recorded migration versions.
+func appliedVersions(ctx context.Context, db *sql.DB) ([]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read schema versions: %w", err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("sqlite: read schema versions: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read schema versions: %w", err)
+	}
+	return out, nil
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) error {
@@ -282,6 +318,16 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) 
 		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
 	}
 	defer tx.Rollback()
+	// Checked inside the migration's own (immediate) transaction, so that
+	// a migration is applied once even if another process opened the
+	// file at the same time.
+	var done int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+	}
+	if done > 0 {
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
 	}
