@@ -482,7 +482,8 @@ func workingDir(execDir, dir string) (string, error) {
 	}
 	cwd := filepath.Join(work, dir)
 	if err := os.MkdirAll(cwd, 0o700); err != nil {
-		return "", fmt.Errorf("shell executor: cannot create the working directory: %w", err)
+		// errText, not err: the path holds the binding's configured dir.
+		return "", fmt.Errorf("shell executor: cannot create the working directory inside the execution's work directory (%s); check the binding's dir", errText(err))
 	}
 	return cwd, nil
 }
