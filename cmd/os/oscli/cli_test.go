@@ -389,6 +389,8 @@ func TestErrors(t *testing.T) {
 			check{ExitFailed, "environment_unset", []string{"OS_ENDPOINT", "OS_TOKEN_FILE"}}},
 		{"not JSON", nil, []string{"call", "test.echo", "--input", "{nope"},
 			check{ExitUsage, "", []string{"--input is not valid JSON"}}},
+		{"not JSON, never echoed", nil, []string{"call", "test.echo", "--input", "Zs3cret"},
+			check{ExitUsage, "", []string{"--input is not valid JSON", "syntax error at byte"}}},
 		{"input not an object", nil, []string{"call", "test.echo", "--input", "[1]"},
 			check{ExitUsage, "", []string{"JSON object"}}},
 		{"bad operation name", nil, []string{"call", "Not An Op"},
@@ -428,6 +430,9 @@ func TestErrors(t *testing.T) {
 				if !strings.Contains(r.err, want) {
 					t.Errorf("stderr %q lacks %q", r.err, want)
 				}
+			}
+			if strings.Contains(r.err, "Zs3cret") || strings.Contains(r.err, "'Z'") {
+				t.Errorf("stderr %q echoes the input", r.err)
 			}
 			if tc.want.code == ExitUsage && len(tb.requests()) != before {
 				t.Errorf("a usage error reached the toolbelt")

@@ -3,6 +3,7 @@ package oscli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,9 +35,15 @@ func readJSON(flag, value string, in io.Reader, object bool) (json.RawMessage, e
 	}
 	b = bytes.TrimSpace(b)
 	if !json.Valid(b) {
+		// Where, never what: the decoder's own message quotes a character
+		// of the value.
+		where := "it is empty or ends early"
 		var v any
-		err := json.Unmarshal(b, &v)
-		return nil, usagef("--%s is not valid JSON (%v); pass JSON, @FILE or - for standard input", flag, err)
+		var se *json.SyntaxError
+		if err := json.Unmarshal(b, &v); errors.As(err, &se) && se.Offset < int64(len(b)) {
+			where = fmt.Sprintf("a syntax error at byte %d", se.Offset)
+		}
+		return nil, usagef("--%s is not valid JSON (%s); pass JSON, @FILE or - for standard input", flag, where)
 	}
 	if object && b[0] != '{' {
 		return nil, usagef("--%s must be a JSON object, such as {\"key\":\"value\"}", flag)
