@@ -15,9 +15,13 @@ import (
 // gone), serves the management API, and runs the loops: a scheduler round
 // on every tick, at once after a request that may have changed something
 // and whenever a segment reports; lease renewal every third of the current
-// lease (re-paced when an apply changes it); and the sweeps (toolbelt records, Idempotency-Key history, run
-// directories of ended or unknown executions). It returns nil when ctx
-// ends and an error when the management server fails.
+// lease (re-paced when an apply changes it), on a goroutine of its own so
+// that a long scheduler round (secrets resolved for each claim, a start
+// gate) never delays it into the lease margin; and the sweeps (toolbelt
+// records, Idempotency-Key history, run directories of ended or unknown
+// executions). It returns nil when ctx ends and an error when the
+// management server fails, in both cases after the renewal goroutine has
+// ended.
 func (d *Daemon) Serve(ctx context.Context) error {
 	go func() {
 		err := d.http.Serve(d.ln)
@@ -39,11 +43,19 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.opts.Ready(info)
 	}
 
+	renewCtx, stopRenewal := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		d.renewLeases(renewCtx)
+	}()
+	defer func() {
+		stopRenewal()
+		<-renewed
+	}()
+
 	ticks := time.NewTicker(d.opts.TickInterval)
 	defer ticks.Stop()
-	beat := d.heartbeatInterval()
-	beats := time.NewTicker(beat)
-	defer beats.Stop()
 	sweeps := time.NewTicker(d.opts.SweepInterval)
 	defer sweeps.Stop()
 	for {
@@ -64,6 +76,25 @@ func (d *Daemon) Serve(ctx context.Context) error {
 			// A segment reported: apply it, then let its run directory go.
 			d.tick(ctx)
 			d.sweepRuns(ctx)
+		case <-sweeps.C:
+			d.sweep(ctx)
+		}
+	}
+}
+
+// renewLeases renews the leases this daemon holds every third of the
+// current lease until ctx ends. It runs beside the scheduler rounds, never
+// behind one: a round that blocks (a slow secret, a start gate) must not
+// let the running attempts' leases drift into the margin, where the
+// toolbelt refuses their calls and Heartbeat gives them up to recovery.
+func (d *Daemon) renewLeases(ctx context.Context) {
+	beat := d.heartbeatInterval()
+	beats := time.NewTicker(beat)
+	defer beats.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case <-beats.C:
 			d.heartbeat(ctx)
 		case <-d.limitsApplied:
@@ -76,8 +107,6 @@ func (d *Daemon) Serve(ctx context.Context) error {
 				beats.Reset(beat)
 				d.log.Info("lease renewal re-paced", "lease", d.sched.Limits().Lease, "every", beat)
 			}
-		case <-sweeps.C:
-			d.sweep(ctx)
 		}
 	}
 }
