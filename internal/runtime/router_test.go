@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -190,5 +191,47 @@ func TestRouteStartRespectsCausalBounds(t *testing.T) {
 	_, d = b.acceptRoute(t, storage.Event{Type: "loop.a", Source: "x", Scope: "s1", CorrelationKey: "k2", Parent: child.ID})
 	if d.Started != "" || d.Effect != runtime.EffectDrop || !strings.Contains(d.Detail, "causal_depth_exceeded") {
 		t.Fatalf("depth 2 started Work past the bound: %+v", d)
+	}
+}
+
+// A start refused by the causal depth is only a drop: it pins no limits on
+// a root that had none (the refused emission would otherwise fix the
+// root's limits for good) and writes nothing else.
+func TestRouteStartRefusedByDepthLeavesNoTrace(t *testing.T) {
+	b := setup(t)
+	b.routes["s1"] = []runtime.Route{{ID: "loop", MatchType: "loop.*", Binding: "b", Effect: runtime.EffectStart}}
+	b.rt.SetCausal(runtime.CausalLimits{MaxDepth: 2, PerMinute: 100})
+	ctx := context.Background()
+	// A chain that started nothing yet, so its root has no pinned limits.
+	root, err := b.accept(t, storage.Event{Type: "note.a", Source: "x", Scope: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := b.accept(t, storage.Event{Type: "note.a", Source: "x", Scope: "s1", Parent: root.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.store.LastSeq(ctx)
+	ev, d := b.acceptRoute(t, storage.Event{Type: "loop.a", Source: "x", Scope: "s1", CorrelationKey: "k2", Parent: child.ID})
+	if d.Started != "" || d.Effect != runtime.EffectDrop || !strings.Contains(d.Detail, "causal_depth_exceeded") {
+		t.Fatalf("a start two steps below its root under depth 2: %+v, want dropped", d)
+	}
+	if _, err := b.store.GetCausalRoot(ctx, root.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the refused start pinned limits on its root: %v", err)
+	}
+	if last, _ := b.store.LastSeq(ctx); last != before+1 || last != ev.Seq {
+		t.Fatalf("after the refused start the last event is %d, want only the routed event %d", last, ev.Seq)
+	}
+	if ws, _ := b.store.ListWork(ctx, &storage.ListWorkParams{Scope: "s1"}); len(ws) != 0 {
+		t.Fatalf("the refused start created Work: %+v", ws)
+	}
+	// The root is pinned later by a start it allows, under the limits
+	// current then.
+	b.rt.SetCausal(runtime.CausalLimits{MaxDepth: 5, PerMinute: 100})
+	if _, d := b.acceptRoute(t, storage.Event{Type: "loop.a", Source: "x", Scope: "s1", CorrelationKey: "k3", Parent: child.ID}); d.Started == "" {
+		t.Fatalf("a start within the new depth: %+v", d)
+	}
+	if pin := b.pin(t, root.ID); pin.MaxDepth != 5 {
+		t.Fatalf("the root pinned %+v, want depth 5", pin)
 	}
 }
