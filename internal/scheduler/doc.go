@@ -47,10 +47,14 @@
 //	stopping    stopping, epoch+1        lease expired or adoption (the new holder stops it)
 //	stopping    finished (cancelled)     the host observed the stop (ConfirmStopped)
 //	parked      finished (cancelled)     Work cancel or execution cancel
+//	stopping    finished (lost)          recovery has no executor to stop it
 //
 // Recover of a segment that left nothing behind finishes it lost (and holds
-// the Work with attempt_lost). A parked execution cancelled by an operator
-// finishes cancelled at once.
+// the Work with attempt_lost). A stopping attempt whose executor this
+// daemon does not have finishes lost too: its process may still run, so a
+// Work that has not ended is held attempt_lost until an operator checks
+// and retries it. A parked execution cancelled by an operator finishes
+// cancelled at once.
 //
 // # Limits
 //

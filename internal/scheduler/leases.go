@@ -171,6 +171,10 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		s.o.Logger.Info("attempt recovered", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "from_owner", old.Owner)
 		b, berr := s.o.Bindings(ctx, BindingQuery{Scope: exe.Scope, Binding: exe.Binding, Generation: exe.Generation})
 		ex := s.o.Executors[exe.Executor]
+		if ex == nil && exe.State == storage.ExecutionStopping {
+			errs = append(errs, s.abandonStop(ctx, exe))
+			continue
+		}
 		if ex == nil {
 			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, runtime.HoldBindingUnavailable, fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
 			continue
@@ -190,6 +194,45 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// abandonStop ends a recovered stopping attempt whose executor this daemon
+// does not have: nothing here can stop or observe its process, so waiting
+// would only advance its epoch round after round. The execution finishes
+// lost (its epoch can never act again), and its Work, unless it has ended,
+// is held attempt_lost until an operator has checked that the process is
+// gone and retries it: a new attempt must not start beside it unseen.
+func (s *Scheduler) abandonStop(ctx context.Context, exe storage.Execution) error {
+	now := s.now()
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		st, res := storage.ExecutionFinished, storage.ResultLost
+		msg := fmt.Sprintf("not stopped: executor %q is not available in this daemon, so its process may still be running", exe.Executor)
+		if exe.Message != "" {
+			msg = exe.Message + "; " + msg
+		}
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionStopping},
+			State: &st, Result: &res, Message: &msg, Now: now,
+		}); err != nil {
+			return err
+		}
+		reason := runtime.HoldAttemptLost
+		detail := fmt.Sprintf("cancelled execution %s could not be stopped: executor %q is not available in this daemon; stop its process by hand, then retry the Work", exe.ID, exe.Executor)
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
+		if errors.Is(err, storage.ErrFenced) {
+			// The Work has ended (Work cancel): nothing to hold.
+			return nil
+		}
+		return err
+	})
+	if errors.Is(err, storage.ErrFenced) {
+		// The attempt moved on since it was recovered.
+		return nil
+	}
+	if err == nil {
+		s.o.Logger.Warn("stopping attempt abandoned: no executor to stop it", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "executor", exe.Executor)
+	}
+	return err
 }
 
 // FireDue fires the timers due by now: a wait's timeout makes its Work

@@ -637,3 +637,60 @@ func TestCloseDetachesRunningSegments(t *testing.T) {
 	}
 	h.s = nil
 }
+
+// A stopping attempt whose executor this daemon no longer has cannot be
+// stopped or observed: recovery finishes it lost instead of failing on
+// every round, holds a Work that has not ended (attempt_lost, so that no
+// new attempt starts beside a process that may still run), and leaves a
+// cancelled Work cancelled.
+func TestRecoverOfAStoppingAttemptWithoutItsExecutor(t *testing.T) {
+	for _, cancel := range []string{"execution", "work"} {
+		t.Run(cancel, func(t *testing.T) {
+			h := newHarness(t, nil)
+			ctx := context.Background()
+			w := h.create("b1")
+			h.tick()
+			seg := h.plain.Next(t)
+			var err error
+			if cancel == "execution" {
+				_, err = h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID})
+			} else {
+				_, err = h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The next daemon's configuration no longer has the executor.
+			h.mod = func(o *scheduler.SchedulerOptions) { delete(o.Executors, "plain") }
+			h.restart("daemon-2")
+			h.settle(seg)
+			if n, err := h.s.RecoverOrphans(ctx); err != nil || n != 1 {
+				t.Fatalf("adoption: %d, %v", n, err)
+			}
+			exe := h.execution(seg.Req.ExecutionID)
+			if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultLost || exe.Epoch != 2 || !strings.Contains(exe.Message, `"plain"`) {
+				t.Fatalf("execution = %+v", exe)
+			}
+			got := h.work(w.ID)
+			switch cancel {
+			case "execution":
+				if got.State != storage.WorkReady || got.BlockedReason != runtime.HoldAttemptLost || !strings.Contains(got.BlockedDetail, exe.ID) {
+					t.Fatalf("work = %+v", got)
+				}
+			case "work":
+				if got.State != storage.WorkCancelled || got.Held() {
+					t.Fatalf("work = %+v", got)
+				}
+			}
+			// Nothing is left to recover, and later rounds do not fail.
+			h.clock.Advance(time.Minute)
+			h.tick()
+			if got := h.execution(exe.ID); got.Epoch != 2 || got.State != storage.ExecutionFinished {
+				t.Fatalf("after another round: %+v", got)
+			}
+			if len(h.plain.Stops()) != 0 {
+				t.Fatalf("stops = %+v", h.plain.Stops())
+			}
+		})
+	}
+}
