@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -36,8 +37,18 @@ type Operation struct {
 	InputSchema json.RawMessage
 	// Guidance is Markdown telling an agent when and how to use it.
 	Guidance string
-	// Capabilities lists what it serves, such as git.credential.
+	// Capabilities lists what it serves, such as git.credential. An
+	// operation serving CapabilityGitCredential is sensitive whatever
+	// Sensitive says.
 	Capabilities []string
+	// Sensitive: its result holds a credential; the host never stores it.
+	// The host keeps no result or refusal of a sensitive operation in its
+	// request record (only the input's hash, so a changed body is still a
+	// request conflict), and a repeat with the same request ID runs the
+	// Handler again instead of replaying: the Handler must be idempotent
+	// on the request ID, as every Handler must. Only a Handler serves a
+	// sensitive operation (an Emit's input becomes a stored Event).
+	Sensitive bool
 	// Handler runs the operation outside storage, after the host checked
 	// the caller's authority. It never sees the token.
 	Handler Handler
@@ -46,9 +57,22 @@ type Operation struct {
 	Emit Translator
 }
 
+// CapabilityGitCredential is the capability of an operation that answers
+// git's credential requests (os git-credential): its result is a username
+// and a password or token, so the operation is always sensitive.
+const CapabilityGitCredential = "git.credential"
+
+// IsSensitive reports whether the host must treat op's result as a
+// credential: Sensitive is set, or op serves CapabilityGitCredential.
+func (op Operation) IsSensitive() bool {
+	return op.Sensitive || slices.Contains(op.Capabilities, CapabilityGitCredential)
+}
+
 // Handler serves an operation. A refusal it wants the caller to see is an
 // *OperationError (422 with its code and message); any other error is the
-// host's 500. It must be idempotent on auth.RequestID.
+// host's 500, and its text is neither answered nor logged (it may hold a
+// credential): the host logs only the error's Go type. It must be
+// idempotent on auth.RequestID.
 type Handler func(ctx context.Context, auth Authority, input json.RawMessage) (json.RawMessage, error)
 
 // Translator turns an operation's input into an Emission. It runs outside
@@ -69,7 +93,9 @@ type Emission struct {
 type Gate interface {
 	// Check lets the call through (nil, nil), parks the caller (a
 	// WaitPlan), or refuses it (an error; an *OperationError reaches the
-	// caller verbatim, wrapped in GateRefusal).
+	// caller verbatim, wrapped in GateRefusal; any other error refuses
+	// the call with gate_failed, and the host logs only its Go type,
+	// never its text).
 	Check(ctx context.Context, req GateRequest) (*WaitPlan, error)
 }
 

@@ -84,8 +84,9 @@ type ToolbeltOptions struct {
 	// Guidance is the overall agent guidance (Markdown) served with the
 	// operations; empty takes DefaultGuidance.
 	Guidance string
-	// Logger receives the precise reason of every refusal (never a token
-	// or an input value). Discarded when nil.
+	// Logger receives the precise reason of every refusal (never a token,
+	// an input value, or the text of an extension's error that is not an
+	// *extension.OperationError: only its Go type). Discarded when nil.
 	Logger *slog.Logger
 }
 
@@ -112,6 +113,9 @@ type Toolbelt struct {
 
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // running handler requests
+	// flightWait, set only by tests before any call, is called when a
+	// call starts waiting for a running call with the same request ID.
+	flightWait func()
 }
 
 type registered struct {
@@ -160,10 +164,10 @@ func (tb *Toolbelt) SetCausal(l CausalLimits) { tb.causal.set(l) }
 // Register adds an extension's operations. The registration name follows
 // extension.RegistrationName; every operation must be <name>.<suffix>
 // (extension.OwnsOperation) with a summary, an object input schema and
-// exactly one of Handler and Emit (else ErrInvalid, naming the operation
-// and why); a repeated registration name, a builtin's name or an operation
-// registered twice is ErrConflict. A refused registration registers
-// nothing.
+// exactly one of Handler and Emit, a Handler when it is sensitive (else
+// ErrInvalid, naming the operation and why); a repeated registration name,
+// a builtin's name or an operation registered twice is ErrConflict. A
+// refused registration registers nothing.
 func (tb *Toolbelt) Register(reg extension.Registration) error {
 	if err := extension.RegistrationName(reg.Name); err != nil {
 		return fmt.Errorf("registration %q: %w", reg.Name, err)
@@ -216,6 +220,8 @@ func checkOperation(op extension.Operation) error {
 		return errors.New("it has no summary; give one sentence saying what it does")
 	case (op.Handler == nil) == (op.Emit == nil):
 		return errors.New("give it exactly one of a Handler and an Emit translator")
+	case op.Emit != nil && op.IsSensitive():
+		return errors.New("a sensitive operation (Sensitive, or serving git.credential) needs a Handler: a translated emission's input becomes a stored Event")
 	}
 	if err := checkInputSchema(op.InputSchema); err != nil {
 		return err

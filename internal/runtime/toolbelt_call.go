@@ -318,7 +318,15 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 // effect and the commit of its result: the claim is then found unfinished
 // and the retry runs the handler again (handlers are idempotent on the
 // request ID).
+//
+// A sensitive operation (extension.Operation.IsSensitive: its result holds
+// a credential) is the exception: its request record is finished withheld,
+// keeping the input's hash and no result or refusal, so a changed body is
+// still a request conflict, and every repeat with the same body runs the
+// handler again. No stored result is ever handed out for it, not even one
+// an earlier release stored before the operation was sensitive.
 func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall, r registered) (json.RawMessage, bool, error) {
+	sensitive := r.op.IsSensitive()
 	if call.requestID != "" && r.op.Handler != nil {
 		key := call.tok.Execution + "\x00" + call.requestID
 		for {
@@ -338,7 +346,14 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 				}()
 				break
 			}
-			// The same request is running: wait for it, then replay.
+			// The same request is running: wait for it, then look it up
+			// again. That replays its committed result, or, for a
+			// sensitive operation, whose result is never stored, runs the
+			// handler again after it: the waiting call never receives
+			// another call's result.
+			if tb.flightWait != nil {
+				tb.flightWait()
+			}
 			select {
 			case <-ch:
 			case <-ctx.Done():
@@ -358,6 +373,12 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 			return err
 		}
 		if found && rp.State == storage.ReplayDone {
+			if rp.Withheld || sensitive {
+				// Nothing to replay: the handler runs again (it is
+				// idempotent on the request ID) and the finished record
+				// stays as it is.
+				return nil
+			}
 			replay = true
 			out, err = replayed(rp)
 			return err
@@ -397,7 +418,7 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		return nil, false, err
 	} else if plan != nil {
 		c.rec.Gate = gate
-		out, err := tb.park(ctx, c, call, gate, plan, claimed)
+		out, err := tb.park(ctx, c, call, gate, plan, claimed, sensitive)
 		if err != nil {
 			release()
 		}
@@ -406,7 +427,11 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 	if r.op.Emit != nil {
 		em, err := safeTranslate(ctx, r.op.Emit, auth, call.input)
 		if err != nil {
-			return nil, false, err
+			var oe *extension.OperationError
+			if errors.As(err, &oe) {
+				return nil, false, oe
+			}
+			return nil, false, &extensionFailure{op: call.op, part: "translator", typ: failureType(err)}
 		}
 		out, replay, err := tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
 			return tb.emitInTx(ctx, tx, s, call, em)
@@ -417,9 +442,10 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 	var oe *extension.OperationError
 	if herr != nil && !errors.As(herr, &oe) {
 		// The handler failed without a verdict: its effect is unknown, so
-		// the claim goes and a retry runs it again.
+		// the claim goes and a retry runs it again. Its text may hold a
+		// credential: only its type goes on.
 		release()
-		return nil, false, fmt.Errorf("runtime: operation %s failed: %w", call.op, herr)
+		return nil, false, &extensionFailure{op: call.op, part: "handler", typ: failureType(herr)}
 	}
 	if herr == nil {
 		v, _, cerr := canonicalInput(result)
@@ -437,7 +463,11 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		c.done = false
 		if claimed {
 			rp := &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: result, UpdatedAt: tb.clock.Now()}
-			if oe != nil {
+			switch {
+			case sensitive:
+				// Neither the result nor the refusal is stored.
+				rp.Result, rp.Withheld = nil, true
+			case oe != nil:
 				rp.Result, rp.ErrorCode, rp.ErrorMessage = nil, oe.Code, oe.Message
 			}
 			if err := tx.FinishReplay(ctx, rp); err != nil {
@@ -459,10 +489,41 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 	return result, false, nil
 }
 
+// extensionFailure is a handler's or translator's failure that is not a
+// verdict (not an *extension.OperationError): an error or a panic. The
+// extension's error text may hold a credential, so this says which part of
+// which operation failed and the error's Go type, never its text; it is
+// what the refusal log line and the server's 500 log show.
+type extensionFailure struct {
+	op   string // the operation
+	part string // "handler" or "translator"
+	typ  string // failureType of the extension's error
+}
+
+func (e *extensionFailure) Error() string {
+	return fmt.Sprintf("runtime: the %s of operation %s failed with an error of type %s (its text is not shown: an extension's error may hold a credential)", e.part, e.op, e.typ)
+}
+
+// extensionPanic is an extension callback's panic, holding the panic
+// value, which is never formatted.
+type extensionPanic struct{ value any }
+
+func (p *extensionPanic) Error() string { return "panic(" + fmt.Sprintf("%T", p.value) + ")" }
+
+// failureType names an extension's failure for the log without its text:
+// the error's Go type, or for a panic panic(<the value's Go type>).
+func failureType(err error) string {
+	var p *extensionPanic
+	if errors.As(err, &p) {
+		return p.Error()
+	}
+	return fmt.Sprintf("%T", err)
+}
+
 func safeHandle(ctx context.Context, h extension.Handler, auth extension.Authority, input json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the handler panicked: %v", p)
+			out, err = nil, &extensionPanic{value: p}
 		}
 	}()
 	return h(ctx, auth, input)
@@ -471,7 +532,7 @@ func safeHandle(ctx context.Context, h extension.Handler, auth extension.Authori
 func safeTranslate(ctx context.Context, tr extension.Translator, auth extension.Authority, input json.RawMessage) (em extension.Emission, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("runtime: the translator of %s panicked: %v", auth.Operation, p)
+			em, err = extension.Emission{}, &extensionPanic{value: p}
 		}
 	}()
 	return tr(ctx, auth, input)
@@ -489,6 +550,9 @@ func (tb *Toolbelt) runGates(ctx context.Context, owner string, call *toolCall, 
 		if err != nil {
 			var oe *extension.OperationError
 			if !errors.As(err, &oe) {
+				// The gate's text may hold a credential: log its type only.
+				tb.log.Warn("toolbelt gate failed without a verdict; the call is refused", "gate", reg.Name, "operation", call.op,
+					"execution", call.tok.Execution, "epoch", call.tok.Epoch, "token_id", call.tok.ID, "error_type", failureType(err))
 				err = &extension.OperationError{Code: ErrGateFailed, Message: "gate " + reg.Name + " failed; the call is refused until it answers"}
 			}
 			return nil, reg.Name, &extension.GateRefusal{Gate: reg.Name, Err: err}
@@ -503,7 +567,7 @@ func (tb *Toolbelt) runGates(ctx context.Context, owner string, call *toolCall, 
 func askGate(ctx context.Context, g extension.Gate, req extension.GateRequest) (plan *extension.WaitPlan, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			plan, err = nil, fmt.Errorf("gate panicked: %v", p)
+			plan, err = nil, &extensionPanic{value: p}
 		}
 	}()
 	return g.Check(ctx, req)
@@ -511,8 +575,9 @@ func askGate(ctx context.Context, g extension.Gate, req extension.GateRequest) (
 
 // park declares a gate's wait plan like a translated wait, owned by the
 // gating registration: the operation does not run and authority is
-// released.
-func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate string, plan *extension.WaitPlan, claimed bool) (json.RawMessage, error) {
+// released. A sensitive operation's request record is finished withheld
+// here too.
+func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate string, plan *extension.WaitPlan, claimed, sensitive bool) (json.RawMessage, error) {
 	output := plan.Output
 	if len(output) == 0 {
 		output = json.RawMessage(`{}`)
@@ -534,7 +599,11 @@ func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate s
 		}
 		out = body
 		if claimed {
-			if err := tx.FinishReplay(ctx, &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: body, UpdatedAt: tb.clock.Now()}); err != nil {
+			rp := &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: body, UpdatedAt: tb.clock.Now()}
+			if sensitive {
+				rp.Result, rp.Withheld = nil, true
+			}
+			if err := tx.FinishReplay(ctx, rp); err != nil {
 				return err
 			}
 		}

@@ -56,10 +56,16 @@ type Replay struct {
 	// Result is the committed result (ReplayDone, no ErrorCode).
 	Result json.RawMessage `json:"result,omitempty"`
 	// ErrorCode and ErrorMessage are a handler's committed refusal.
-	ErrorCode    string    `json:"error_code,omitempty"`
-	ErrorMessage string    `json:"error_message,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ErrorCode    string `json:"error_code,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	// Withheld: the operation is sensitive (its result holds a
+	// credential), so the record keeps no result and no refusal, only
+	// what detects a changed body (Operation, InputHash). A repeat runs the
+	// handler again instead of replaying. A withheld record never carries
+	// Result, ErrorCode or ErrorMessage; the store refuses one that does.
+	Withheld  bool      `json:"withheld,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Toolbelt call kinds.
@@ -145,8 +151,9 @@ type ToolbeltTx interface {
 	RevokeTokens(ctx context.Context, p *RevokeTokensParams) (int, error)
 	// InsertReplay claims a request; ErrDuplicate when it is recorded.
 	InsertReplay(ctx context.Context, r *Replay) error
-	// FinishReplay records a claimed request's result (state done);
-	// ErrFenced when it is not claimed.
+	// FinishReplay records a claimed request's result (state done), or
+	// with Withheld marks it done with no result; ErrFenced when it is not
+	// claimed.
 	FinishReplay(ctx context.Context, r *Replay) error
 	// DeleteReplay drops a claimed request whose handler did not run to a
 	// result (a gate refused it); a done record is kept (ErrFenced).

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ func NegativeControls(base Harness) map[string]Harness {
 		"declared_wait_handshake":               wrap(base, "skips declarations", func(tb Toolbelt, _ *Env) Toolbelt { return skipsDeclarations{tb} }),
 		"declared_outcome_handshake":            wrap(base, "skips declarations", func(tb Toolbelt, _ *Env) Toolbelt { return skipsDeclarations{tb} }),
 		"operation_namespace":                   wrap(base, "accepts squatting", func(tb Toolbelt, _ *Env) Toolbelt { return squatting{tb} }),
+		"sensitive_result_never_stored":         wrap(base, "stores sensitive results", func(tb Toolbelt, _ *Env) Toolbelt { return storesSensitive{tb} }),
 
 		"adoption_supersession": wrap(base, "leaves lower epochs' tokens live", func(tb Toolbelt, env *Env) Toolbelt {
 			return &nonRevoking{Toolbelt: tb, env: env}
@@ -248,6 +250,22 @@ func (s squatting) Register(reg extension.Registration) error {
 		}
 	}
 	return nil
+}
+
+// storesSensitive registers every operation as not sensitive: it drops
+// Sensitive and the git.credential capability that implies it, so their
+// results are stored in the request records and replayed from there.
+type storesSensitive struct{ Toolbelt }
+
+func (s storesSensitive) Register(reg extension.Registration) error {
+	ops := make([]extension.Operation, len(reg.Operations))
+	for i, op := range reg.Operations {
+		op.Sensitive = false
+		op.Capabilities = slices.DeleteFunc(slices.Clone(op.Capabilities), func(c string) bool { return c == extension.CapabilityGitCredential })
+		ops[i] = op
+	}
+	reg.Operations = ops
+	return s.Toolbelt.Register(reg)
 }
 
 // nonRevoking issues tokens as the real toolbelt does but leaves the

@@ -32,6 +32,7 @@ func Cases() []Case {
 		{"declared_wait_handshake", caseWaitHandshake},
 		{"declared_outcome_handshake", caseOutcomeHandshake},
 		{"operation_namespace", caseNamespace},
+		{"sensitive_result_never_stored", caseSensitive},
 	}
 }
 
@@ -477,4 +478,137 @@ func caseNamespace(f *Fixture) error {
 	}
 	// The squatter's attempt never reached acme.echo: it stays undeclared.
 	return wantForbidden(second(f.Call(a.Token, "acme.echo", `{}`, "")), "an operation nobody registered")
+}
+
+// sensitive is an extension with two sensitive operations, acme.secret
+// (declared Sensitive) and acme.credential (serving git.credential, which
+// makes it sensitive), and a plain one, acme.plain. Each counts its runs
+// and answers with a value unique to the run, which the case looks for in
+// the database's files.
+type sensitive struct {
+	mu   sync.Mutex
+	runs map[string]int // by operation
+}
+
+// secretOf is the value op answers on its run'th run.
+func secretOf(op string, run int) string {
+	return fmt.Sprintf("ghs_%s_run%d_c4e1f09b7d", strings.ReplaceAll(op, ".", "_"), run)
+}
+
+func (s *sensitive) count(op string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[op]
+}
+
+func (s *sensitive) registration() extension.Registration {
+	h := func(_ context.Context, auth extension.Authority, _ json.RawMessage) (json.RawMessage, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.runs[auth.Operation]++
+		return json.Marshal(map[string]string{"username": "x-access-token", "password": secretOf(auth.Operation, s.runs[auth.Operation])})
+	}
+	return extension.Registration{Name: "acme", Operations: []extension.Operation{
+		{Name: "acme.secret", Summary: "Answer a secret.", Sensitive: true, Handler: h},
+		{Name: "acme.credential", Summary: "Answer a git credential.", Capabilities: []string{extension.CapabilityGitCredential}, Handler: h},
+		{Name: "acme.plain", Summary: "Answer a value that is no secret.", Handler: h},
+	}}
+}
+
+// caseSensitive: a sensitive operation's result never reaches storage. A
+// repeat with the same request ID and body runs the handler again (it is
+// not replayed), a changed body is still a request conflict, and none of
+// the answers is in the database's files (db, -wal, -shm read raw). A
+// plain operation still replays from storage, and its stored answer is
+// found in those files, so the scan can see a stored result.
+func caseSensitive(f *Fixture) error {
+	s := &sensitive{runs: map[string]int{}}
+	if err := f.Register(s.registration()); err != nil {
+		return err
+	}
+	a, err := f.Start()
+	if err != nil {
+		return err
+	}
+	const in = `{"protocol":"https","host":"example.test"}`
+	ops := []string{"acme.secret", "acme.credential"}
+	var secrets []string
+	for _, op := range ops {
+		res, err := f.Call(a.Token, op, in, "cred-"+op)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if !bytes.Contains(res.Result, []byte(secretOf(op, 1))) {
+			return fmt.Errorf("%s answered %s, want its handler's answer", op, res.Result)
+		}
+		secrets = append(secrets, secretOf(op, 1))
+	}
+	plain, err := f.Call(a.Token, "acme.plain", in, "plain")
+	if err != nil {
+		return fmt.Errorf("acme.plain: %w", err)
+	}
+	if err := f.Checkpoint(); err != nil {
+		return err
+	}
+	if err := scanStored(f, secrets, secretOf("acme.plain", 1)); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		// The same body, spelled differently: the same canonical input.
+		again, err := f.Call(a.Token, op, `{ "host": "example.test", "protocol": "https" }`, "cred-"+op)
+		if err != nil {
+			return fmt.Errorf("the repeat of sensitive %s: %w", op, err)
+		}
+		if again.Replayed || s.count(op) != 2 || !bytes.Contains(again.Result, []byte(secretOf(op, 2))) {
+			return fmt.Errorf("the repeat of sensitive %s answered %s (replayed %v) after %d handler runs; want its handler run again and its own answer",
+				op, again.Result, again.Replayed, s.count(op))
+		}
+		secrets = append(secrets, secretOf(op, 2))
+		if err := want(second(f.Call(a.Token, op, `{"protocol":"https","host":"other.test"}`, "cred-"+op)), extension.ErrRequestConflict,
+			"sensitive "+op+"'s request ID with another input"); err != nil {
+			return err
+		}
+		if s.count(op) != 2 {
+			return fmt.Errorf("sensitive %s's handler ran for a conflicting request (%d runs)", op, s.count(op))
+		}
+	}
+	again, err := f.Call(a.Token, "acme.plain", in, "plain")
+	if err != nil {
+		return fmt.Errorf("the repeat of acme.plain: %w", err)
+	}
+	if !again.Replayed || s.count("acme.plain") != 1 || !bytes.Equal(again.Result, plain.Result) {
+		return fmt.Errorf("the repeat of plain acme.plain answered %s (replayed %v) after %d handler runs; want the first answer replayed from storage",
+			again.Result, again.Replayed, s.count("acme.plain"))
+	}
+	if err := f.Checkpoint(); err != nil {
+		return err
+	}
+	return scanStored(f, secrets, secretOf("acme.plain", 1))
+}
+
+// scanStored reads the database's files raw (db, -wal, -shm) and requires
+// that none holds any of secrets and that one holds stored, a result that
+// must be stored, so the scan is known to see stored results.
+func scanStored(f *Fixture, secrets []string, stored string) error {
+	files, _ := filepath.Glob(f.Env.Path + "*")
+	if len(files) == 0 {
+		return errors.New("no database file to scan")
+	}
+	found := false
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, secret := range secrets {
+			if bytes.Contains(b, []byte(secret)) {
+				return fmt.Errorf("a sensitive operation's answer (%s…) is stored in %s", secret[:strings.LastIndex(secret, "_")], filepath.Base(p))
+			}
+		}
+		found = found || bytes.Contains(b, []byte(stored))
+	}
+	if !found {
+		return errors.New("a plain operation's stored answer is in no database file: the scan cannot see a stored result")
+	}
+	return nil
 }

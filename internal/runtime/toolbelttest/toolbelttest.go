@@ -94,8 +94,9 @@ func (e *Env) Options() runtime.ToolbeltOptions {
 				return runtime.BindingAuthority{}, false
 			}
 			return runtime.BindingAuthority{
-				Operations: []string{"emit", "create_work", "wait", "declare_outcome", "read_context", "acme.count", "acme.echo", "acme.unregistered"},
-				Grants:     map[string][]string{Grant: {"acme.extra"}},
+				Operations: []string{"emit", "create_work", "wait", "declare_outcome", "read_context", "acme.count", "acme.echo", "acme.unregistered",
+					"acme.secret", "acme.credential", "acme.plain"},
+				Grants: map[string][]string{Grant: {"acme.extra"}},
 			}, true
 		},
 		Authorize:     e.Ceiling.Authorize,

@@ -9,7 +9,8 @@ import (
 )
 
 // The toolbelt's records: tokens (digest only), request records for replay,
-// and call records (migration 0020).
+// and call records (migration 0020); a sensitive operation's request
+// record keeps no result (withheld, migration 0040).
 
 var (
 	_ storage.ToolbeltReader = queries{}
@@ -49,13 +50,13 @@ func (q queries) ListExecutionTokens(ctx context.Context, executionID string) ([
 	return collect(rows, err, scanToken)
 }
 
-const replayCols = `execution, request_id, operation, input_hash, state, result, error_code, error_message, created_at, updated_at`
+const replayCols = `execution, request_id, operation, input_hash, state, result, error_code, error_message, withheld, created_at, updated_at`
 
 func scanReplay(r scanner) (storage.Replay, error) {
 	var p storage.Replay
 	var result sql.NullString
 	var created, updated int64
-	if err := r.Scan(&p.Execution, &p.RequestID, &p.Operation, &p.InputHash, &p.State, &result, &p.ErrorCode, &p.ErrorMessage, &created, &updated); err != nil {
+	if err := r.Scan(&p.Execution, &p.RequestID, &p.Operation, &p.InputHash, &p.State, &result, &p.ErrorCode, &p.ErrorMessage, &p.Withheld, &created, &updated); err != nil {
 		return p, err
 	}
 	if result.Valid {
@@ -129,7 +130,19 @@ func (t *tx) RevokeTokens(ctx context.Context, p *storage.RevokeTokensParams) (i
 	return int(n), nil
 }
 
+// withheldCarries refuses a withheld record that carries a result or a
+// refusal: a sensitive operation's answer never reaches storage.
+func withheldCarries(r *storage.Replay) error {
+	if r.Withheld && (r.Result != nil || r.ErrorCode != "" || r.ErrorMessage != "") {
+		return fmt.Errorf("sqlite: request %s is withheld (a sensitive operation) and may not carry a result or a refusal", r.RequestID)
+	}
+	return nil
+}
+
 func (t *tx) InsertReplay(ctx context.Context, r *storage.Replay) error {
+	if err := withheldCarries(r); err != nil {
+		return err
+	}
 	if dup, err := t.exists(ctx, `SELECT 1 FROM toolbelt_replays WHERE execution = ? AND request_id = ?`, r.Execution, r.RequestID); err != nil {
 		return err
 	} else if dup {
@@ -139,19 +152,22 @@ func (t *tx) InsertReplay(ctx context.Context, r *storage.Replay) error {
 	if r.Result != nil {
 		result = string(r.Result)
 	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO toolbelt_replays (`+replayCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Execution, r.RequestID, r.Operation, r.InputHash, string(r.State), result, r.ErrorCode, r.ErrorMessage, ts(r.CreatedAt), ts(r.UpdatedAt))
+	_, err := t.q.ExecContext(ctx, `INSERT INTO toolbelt_replays (`+replayCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Execution, r.RequestID, r.Operation, r.InputHash, string(r.State), result, r.ErrorCode, r.ErrorMessage, r.Withheld, ts(r.CreatedAt), ts(r.UpdatedAt))
 	return writeErr(err, "insert request record")
 }
 
 func (t *tx) FinishReplay(ctx context.Context, r *storage.Replay) error {
+	if err := withheldCarries(r); err != nil {
+		return err
+	}
 	var result any
 	if r.Result != nil {
 		result = string(r.Result)
 	}
-	res, err := t.q.ExecContext(ctx, `UPDATE toolbelt_replays SET state = 'done', result = ?, error_code = ?, error_message = ?, updated_at = ?
+	res, err := t.q.ExecContext(ctx, `UPDATE toolbelt_replays SET state = 'done', result = ?, error_code = ?, error_message = ?, withheld = ?, updated_at = ?
 		WHERE execution = ? AND request_id = ? AND state = 'claimed'`,
-		result, r.ErrorCode, r.ErrorMessage, ts(r.UpdatedAt), r.Execution, r.RequestID)
+		result, r.ErrorCode, r.ErrorMessage, r.Withheld, ts(r.UpdatedAt), r.Execution, r.RequestID)
 	if err != nil {
 		return writeErr(err, "finish request record")
 	}
