@@ -271,7 +271,7 @@ func actionInput(raw json.RawMessage) (json.RawMessage, error) {
 func runAction(ctx context.Context, act extension.Action, req extension.ActionRequest) (out json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, fmt.Errorf("runtime: action %s panicked: %v", act.Name, p)
+			out, err = nil, &extensionFailure{op: act.Name, part: "action handler", typ: failureType(&extensionPanic{value: p})}
 		}
 	}()
 	out, err = act.Handler(ctx, req)
@@ -280,7 +280,8 @@ func runAction(ctx context.Context, act extension.Action, req extension.ActionRe
 		return nil, oe
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runtime: action %s failed: %w", act.Name, err)
+		// The handler's text may hold a credential: name its type only.
+		return nil, &extensionFailure{op: act.Name, part: "action handler", typ: failureType(err)}
 	}
 	if len(bytes.TrimSpace(out)) == 0 {
 		return json.RawMessage(`{}`), nil

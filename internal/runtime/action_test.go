@@ -200,7 +200,7 @@ func TestActRefusals(t *testing.T) {
 	var panicking bool
 	rec := &recorder{answer: func(extension.ActionRequest) (json.RawMessage, error) {
 		if panicking {
-			panic("boom")
+			panic("boom: token=canary-7f3a")
 		}
 		return answer, fail
 	}}
@@ -244,17 +244,19 @@ func TestActRefusals(t *testing.T) {
 	}
 	// Failures of the handler are the host's, never a refusal of the
 	// request: a plain error, a panic, a result that is not an object.
-	fail = errors.New("backend down")
+	fail = errors.New("backend down: token=canary-7f3a")
 	if err := act(operator, ok); err == nil || errors.As(err, &oe) || runtime.CodeOf(err) != "" {
 		t.Errorf("handler error: %v, want a host error", err)
+	} else if strings.Contains(err.Error(), "canary-7f3a") || !strings.Contains(err.Error(), "*errors.errorString") {
+		t.Errorf("handler error %q: want its Go type, never its text (it may hold a credential)", err)
 	}
 	fail, answer = nil, json.RawMessage(`[1,2]`)
 	if err := act(operator, ok); err == nil || runtime.CodeOf(err) != "" || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("array result: %v, want a host error", err)
 	}
 	answer, panicking = nil, true
-	if err := act(operator, ok); err == nil || !strings.Contains(err.Error(), "panicked") {
-		t.Errorf("panic: %v, want a host error", err)
+	if err := act(operator, ok); err == nil || !strings.Contains(err.Error(), "panic(string)") || strings.Contains(err.Error(), "canary-7f3a") {
+		t.Errorf("panic: %v, want a host error naming the panic's type, never its value", err)
 	}
 	panicking = false
 	if res, err := b.ctl.Act(operator, ok); err != nil || string(res.Result) != `{}` {

@@ -496,7 +496,7 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 // what the refusal log line and the server's 500 log show.
 type extensionFailure struct {
 	op   string // the operation
-	part string // "handler" or "translator"
+	part string // "handler", "translator" or "action handler"
 	typ  string // failureType of the extension's error
 }
 
