@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/runtime"
@@ -61,11 +62,22 @@ func (s *Scheduler) detach(seg *segment) {
 	seg.cancel()
 }
 
-// requestStop stops a fenced attempt's process (once); its observed end is
-// applied as the physical stop.
+// Stop retries: a Stop that fails is tried again on a later round, no
+// sooner than StopRetryDelay after the first failure, doubling after each
+// one, up to StopAttempts calls in all. Past that the scheduler stops
+// observing the attempt and renewing its lease: once the lease lapses,
+// recovery takes it over with a new epoch and stops it again.
+const (
+	StopAttempts   = 5
+	StopRetryDelay = time.Second
+)
+
+// requestStop stops a fenced attempt's process (one Stop call at a time,
+// retried as StopAttempts says); its observed end is applied as the
+// physical stop.
 func (s *Scheduler) requestStop(seg *segment) {
 	s.mu.Lock()
-	if seg.stopping || s.closed {
+	if seg.stopping || s.closed || s.now().Before(seg.stopRetryAt) {
 		s.mu.Unlock()
 		return
 	}
@@ -75,15 +87,37 @@ func (s *Scheduler) requestStop(seg *segment) {
 	go func() {
 		defer s.wg.Done()
 		err := seg.ex.Stop(s.base, seg.req, s.o.StopGrace)
-		if err != nil && s.base.Err() == nil {
-			s.o.Logger.Warn("stop failed", "execution", seg.exe.ID, "error", err)
+		if s.base.Err() != nil {
 			return
 		}
-		if s.base.Err() != nil {
+		if err != nil {
+			s.stopFailed(seg, err)
 			return
 		}
 		s.enqueue(result{executionID: seg.exe.ID, epoch: seg.exe.Epoch, kind: kindStop})
 	}()
+}
+
+// stopFailed records a failed Stop of seg: the next round tries again
+// after a delay, or, after StopAttempts failures, the attempt is left to
+// recovery.
+func (s *Scheduler) stopFailed(seg *segment, err error) {
+	s.mu.Lock()
+	seg.stopFailures++
+	n := seg.stopFailures
+	retry := n < StopAttempts
+	if retry {
+		seg.stopping = false
+		seg.stopRetryAt = s.now().Add(StopRetryDelay << (n - 1))
+	}
+	at := seg.stopRetryAt
+	s.mu.Unlock()
+	if retry {
+		s.o.Logger.Warn("stop failed; retrying", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "attempt", n, "retry_at", at, "error", err)
+		return
+	}
+	s.o.Logger.Error("stop failed; the attempt is left to recovery", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "attempts", n, "error", err)
+	s.detach(seg)
 }
 
 // StopFenced stops the processes of observed attempts that were fenced by

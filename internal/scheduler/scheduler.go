@@ -50,13 +50,18 @@ type Scheduler struct {
 
 // segment is one executor call the scheduler tracks.
 type segment struct {
-	exe      storage.Execution
-	kind     string
-	req      executor.RunRequest
-	ex       executor.Executor
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopping bool
+	exe    storage.Execution
+	kind   string
+	req    executor.RunRequest
+	ex     executor.Executor
+	cancel context.CancelFunc
+	done   chan struct{}
+	// stopping: a Stop call is in flight or has succeeded (requestStop);
+	// stopFailures counts the ones that failed, and a retry waits until
+	// stopRetryAt.
+	stopping     bool
+	stopFailures int
+	stopRetryAt  time.Time
 }
 
 type result struct {
@@ -488,7 +493,10 @@ func (s *Scheduler) applyResult(ctx context.Context, r result) error {
 		return nil
 	case r.kind == kindStop:
 		if r.err != nil {
-			return fmt.Errorf("stop: %w", r.err)
+			// Its lease is no longer renewed: once it lapses, recovery
+			// stops the attempt again with a new epoch.
+			s.o.Logger.Warn("stop of a recovered attempt failed; it is stopped again once its lease lapses", "execution", r.executionID, "epoch", r.epoch, "error", r.err)
+			return nil
 		}
 		return s.store.WithTx(ctx, func(tx storage.Tx) error {
 			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, r.executionID, r.epoch, "stopped by the host")

@@ -60,6 +60,9 @@ type Executor struct {
 	gone  map[string]bool
 	stops []executor.RunRequest
 	calls []string
+	// failStops Stop calls fail next with stopErr.
+	failStops int
+	stopErr   error
 }
 
 // New returns a scripted executor with the given description.
@@ -122,16 +125,30 @@ func (e *Executor) Resume(ctx context.Context, req executor.RunRequest) (executo
 }
 
 // Stop ends the execution's segment as a killed process: the call returns
-// cancelled.
+// cancelled. A Stop made to fail (FailStops) leaves the segment running.
 func (e *Executor) Stop(ctx context.Context, req executor.RunRequest, grace time.Duration) error {
 	e.mu.Lock()
 	e.stops = append(e.stops, req)
 	seg := e.live[req.ExecutionID]
+	if e.failStops > 0 {
+		e.failStops--
+		err := e.stopErr
+		e.mu.Unlock()
+		return err
+	}
 	e.mu.Unlock()
 	if seg != nil {
 		seg.Finish(executor.Result{Outcome: executor.Cancelled, ExitCode: -1, Message: "killed"})
 	}
 	return nil
+}
+
+// FailStops makes the next n Stop calls fail with err, as a stop that
+// could not signal the process would.
+func (e *Executor) FailStops(n int, err error) {
+	e.mu.Lock()
+	e.failStops, e.stopErr = n, err
+	e.mu.Unlock()
 }
 
 // Gone makes Recover of the execution report ErrGone.
