@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -78,21 +79,17 @@ type Operator struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-// OperatorList is the body of GET /v1/auth/operators.
-type OperatorList struct {
-	Items []Operator `json:"items"`
-	Raw   []byte     `json:"-"`
-}
+// OperatorList is the body of GET /v1/auth/operators: one page of
+// operator credentials.
+type OperatorList = List[Operator]
 
-// Operators lists every operator credential, active and revoked.
-func (c *Client) Operators(ctx context.Context) (*OperatorList, error) {
-	var out OperatorList
-	resp, err := c.decode(ctx, http.MethodGet, "/v1/auth/operators", nil, nil, &out)
-	if err != nil {
-		return nil, err
-	}
-	out.Raw = resp.Body
-	return &out, nil
+// Operators lists operator credentials, active and revoked, oldest
+// first, one page at a time: pass the previous page's NextCursor in p for
+// the next.
+func (c *Client) Operators(ctx context.Context, p Page) (*OperatorList, error) {
+	q := url.Values{}
+	p.add(q)
+	return list[Operator](ctx, c, query("/v1/auth/operators", q))
 }
 
 // Revoked is the body of POST /v1/auth/revoke.

@@ -153,9 +153,13 @@ type Route struct {
 	Effect      string `json:"effect"`
 }
 
-// Scopes lists every scope of the active generation (one page).
-func (c *Client) Scopes(ctx context.Context) (*List[Scope], error) {
-	return list[Scope](ctx, c, "/v1/scopes")
+// Scopes lists the scopes of the active generation by id, one page at a
+// time: pass the previous page's NextCursor in p for the next. A cursor
+// from an earlier generation is refused with cursor_mismatch.
+func (c *Client) Scopes(ctx context.Context, p Page) (*List[Scope], error) {
+	q := url.Values{}
+	p.add(q)
+	return list[Scope](ctx, c, query("/v1/scopes", q))
 }
 
 // Scope reads one scope.

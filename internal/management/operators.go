@@ -18,6 +18,7 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // Credential is an operator credential as it is stored: digest-only.
@@ -57,9 +58,9 @@ type Credentials interface {
 	// and returns an error wrapping extension.ErrNotFound (unknown) or
 	// extension.ErrConflict (already revoked).
 	RevokeAndInsert(ctx context.Context, id string, at time.Time, next Credential) error
-	// ListOperators returns every credential, active and revoked, ordered
-	// by name, then creation time, then id.
-	ListOperators(ctx context.Context) ([]Credential, error)
+	// ListOperators returns the credentials, active and revoked, in the
+	// keyset window p on (created_at, id), as every list is paged.
+	ListOperators(ctx context.Context, p storage.Page) ([]Credential, error)
 	// ActiveByName returns the active credential of name.
 	ActiveByName(ctx context.Context, name string) (Credential, error)
 }
@@ -451,16 +452,30 @@ func (s *Server) handleIssueOperator(r *http.Request) (any, error) {
 	return &Response{Status: http.StatusCreated, Body: issuedResponse(is)}, nil
 }
 
+// operatorFilters are the filters of GET /v1/auth/operators, bound into
+// its cursors: none yet, so a cursor binds to the endpoint alone.
+type operatorFilters struct{}
+
+// handleListOperators serves GET /v1/auth/operators: every credential,
+// active and revoked, oldest first, paged on (created_at, id) with the
+// listing's last credential captured as the upper bound, like the
+// resource lists.
 func (s *Server) handleListOperators(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
-		return nil, err
-	}
-	creds, err := s.ops.store.ListOperators(r.Context())
+	_, limit, cursor, err := listQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	page := Page[OperatorInfo]{Items: make([]OperatorInfo, 0, len(creds))}
-	for _, c := range creds {
+	ctx := r.Context()
+	// pageByCreated reads only the cursor codec of the Resources it is
+	// given; the server's is the one its own routes' cursors carry.
+	creds, err := pageByCreated(&Resources{cursors: s.cursors}, r, operatorFilters{}, limit, cursor,
+		func(p storage.Page) ([]Credential, error) { return s.ops.store.ListOperators(ctx, p) },
+		func(c Credential) storage.Position { return storage.Position{CreatedAt: c.CreatedAt, ID: c.ID} })
+	if err != nil {
+		return nil, err
+	}
+	page := Page[OperatorInfo]{Items: make([]OperatorInfo, 0, len(creds.Items)), NextCursor: creds.NextCursor}
+	for _, c := range creds.Items {
 		page.Items = append(page.Items, infoOf(c))
 	}
 	return page, nil

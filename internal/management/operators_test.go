@@ -2,16 +2,21 @@ package management_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extension"
@@ -245,7 +250,7 @@ func TestRecoverOperatorAfterLostRotation(t *testing.T) {
 		t.Fatalf("recovered owner is not admin: %v", err)
 	}
 	// The lost rotation's credential is revoked too: one active owner.
-	list, err := h2.Client.Operators(ctx)
+	list, err := h2.Client.Operators(ctx, client.Page{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +346,7 @@ func TestListingHasNoTokenOrDigest(t *testing.T) {
 			}
 		}
 	}
-	list, err := h.Client.Operators(ctx)
+	list, err := h.Client.Operators(ctx, client.Page{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,3 +375,196 @@ func TestOperatorsUnit(t *testing.T) {
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("no entropy") }
+
+// pageAll reads a listing from its first page to its last through next,
+// limit items a page, and returns every item's key and the page count.
+func pageAll[T any](t *testing.T, limit int, next func(client.Page) (*client.List[T], error), key func(T) string) (keys []string, pages int, firstCursor string) {
+	t.Helper()
+	p := client.Page{Limit: limit}
+	for {
+		page, err := next(p)
+		if err != nil {
+			t.Fatalf("page %d: %v", pages+1, err)
+		}
+		pages++
+		if len(page.Items) > limit {
+			t.Fatalf("page %d has %d items, limit %d", pages, len(page.Items), limit)
+		}
+		for _, it := range page.Items {
+			keys = append(keys, key(it))
+		}
+		if pages == 1 {
+			firstCursor = page.NextCursor
+		}
+		if page.NextCursor == "" {
+			return keys, pages, firstCursor
+		}
+		if pages > 100 {
+			t.Fatal("the listing does not end")
+		}
+		p.Cursor = page.NextCursor
+	}
+}
+
+// The operator listing pages on (created_at, id) with a captured upper
+// bound, on the in-memory store and on SQLite alike: oldest first (not by
+// name), ties by id, a credential issued while it is paged never joins it,
+// and its cursors are checked like every list's.
+func TestOperatorListPages(t *testing.T) {
+	for _, backend := range []string{"memory", "sqlite"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx := context.Background()
+			var h *mgmttest.Harness
+			// other is a filtered cursor of another listing, and the path
+			// of that listing with its filter.
+			var otherCursor, otherPath string
+			if backend == "memory" {
+				var f *fixture
+				h, f = start(t, mgmttest.Options{})
+				f.add("t1", "n")
+				f.add("t2", "n")
+				otherPath = "/v1/test/things?name=n&limit=1"
+			} else {
+				s := mgmttest.StartStack(t, mgmttest.StackOptions{})
+				createWork(t, s, "w1")
+				createWork(t, s, "w2")
+				h = s.Harness
+				otherPath = "/v1/work?scope=setup&limit=1"
+			}
+			var other struct {
+				NextCursor string `json:"next_cursor"`
+			}
+			got := do(t, h, req{method: "GET", path: otherPath, token: h.OwnerToken(t)})
+			expect(t, got, 200, "")
+			if err := json.Unmarshal(got.body, &other); err != nil || other.NextCursor == "" {
+				t.Fatalf("no cursor from %s: %s", otherPath, got.body)
+			}
+			otherCursor = other.NextCursor
+
+			owner, err := h.Credentials.ActiveByName(ctx, management.OwnerName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds := []management.Credential{owner}
+			// Names out of alphabetical order, two at each instant.
+			for i, name := range []string{"zoe", "amy", "kim", "bob", "eve", "dan"} {
+				if i%2 == 0 {
+					h.Clock.Advance(time.Second)
+				}
+				_, is := h.AddOperator(t, name, management.RoleView)
+				creds = append(creds, is.Credential)
+			}
+			slices.SortFunc(creds, func(a, b management.Credential) int {
+				return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+			})
+			var want, names []string
+			for _, c := range creds {
+				want, names = append(want, c.ID), append(names, c.Name)
+			}
+			if slices.IsSorted(names) {
+				t.Fatalf("test setup: creation order %v is also name order", names)
+			}
+
+			c := h.Client
+			page, err := c.Operators(ctx, client.Page{Limit: 3})
+			if err != nil || len(page.Items) != 3 || page.NextCursor == "" {
+				t.Fatalf("first page = %+v, %v", page, err)
+			}
+			firstCursor, issued := page.NextCursor, h.Clock.Now()
+			// While the listing is paged, a new credential never joins it;
+			// a revocation shows (it does not move a credential).
+			h.Clock.Advance(time.Second)
+			_, late := h.AddOperator(t, "late", management.RoleView)
+			// (creds[5] comes on the second page.)
+			gone := creds[5]
+			if err := h.Credentials.Revoke(ctx, gone.ID, h.Clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			var seen, revoked []string
+			for pages := 1; ; pages++ {
+				for _, o := range page.Items {
+					seen = append(seen, o.TokenID)
+					if !o.Active && o.RevokedAt != nil {
+						revoked = append(revoked, o.TokenID)
+					}
+				}
+				if page.NextCursor == "" {
+					if pages != 3 {
+						t.Errorf("%d pages, want 3 (7 credentials by 3)", pages)
+					}
+					break
+				}
+				if page, err = c.Operators(ctx, client.Page{Limit: 3, Cursor: page.NextCursor}); err != nil {
+					t.Fatalf("page %d: %v", pages+1, err)
+				}
+			}
+			if !slices.Equal(seen, want) {
+				t.Errorf("paged %v, want %v by creation time then id", seen, want)
+			}
+			if !slices.Equal(revoked, []string{gone.ID}) {
+				t.Errorf("revoked while paging = %v, want [%s]", revoked, gone.ID)
+			}
+			// Started again, the listing has the late credential, last.
+			again, pages, _ := pageAll(t, 2, func(p client.Page) (*client.List[client.Operator], error) { return c.Operators(ctx, p) },
+				func(o client.Operator) string { return o.TokenID })
+			if !slices.Equal(again, append(slices.Clone(want), late.Credential.ID)) || pages != 4 {
+				t.Errorf("fresh listing = %v in %d pages, want %v then %s in 4", again, pages, want, late.Credential.ID)
+			}
+
+			// The cursor is checked like every list's.
+			tok := h.OwnerToken(t)
+			tampered := []byte(firstCursor)
+			tampered[5] ^= 1
+			for _, bad := range []string{string(tampered), "garbage", firstCursor + "x"} {
+				expect(t, do(t, h, req{method: "GET", path: "/v1/auth/operators?cursor=" + url.QueryEscape(bad), token: tok}), 422, "invalid_cursor")
+			}
+			expect(t, do(t, h, req{method: "GET", path: "/v1/auth/operators?cursor=" + url.QueryEscape(otherCursor), token: tok}), 422, "cursor_mismatch")
+			expect(t, do(t, h, req{method: "GET", path: otherPath + "&cursor=" + url.QueryEscape(firstCursor), token: tok}), 422, "cursor_mismatch")
+			expect(t, do(t, h, req{method: "GET", path: "/v1/auth/operators?name=amy", token: tok}), 422, "invalid_request")
+			for _, limit := range []string{"0", "501", "x"} {
+				expect(t, do(t, h, req{method: "GET", path: "/v1/auth/operators?limit=" + limit, token: tok}), 422, "invalid_request")
+			}
+			// A view credential pages too.
+			viewFile, _ := h.AddOperator(t, "viewer", management.RoleView)
+			if p, err := h.ClientFor(viewFile).Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); err != nil || len(p.Items) != 3 || p.Items[0].TokenID != want[3] {
+				t.Errorf("view credential's second page = %+v, %v", p, err)
+			}
+			// Expiry: good until 15 minutes have passed, refused from then.
+			h.Clock.Advance(issued.Add(management.CursorLifetime - time.Millisecond).Sub(h.Clock.Now()))
+			if _, err := c.Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); err != nil {
+				t.Errorf("cursor just inside its lifetime: %v", err)
+			}
+			h.Clock.Advance(time.Millisecond)
+			if _, err := c.Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); client.ErrorCode(err) != "cursor_expired" {
+				t.Errorf("cursor after 15 minutes: %v", err)
+			}
+		})
+	}
+}
+
+func tokenIDs(list []client.Operator) []string {
+	out := make([]string, 0, len(list))
+	for _, o := range list {
+		out = append(out, o.TokenID)
+	}
+	return out
+}
+
+// An empty page is never returned with a cursor, and a limit at least the
+// listing's size answers in one page.
+func TestOperatorListOnePage(t *testing.T) {
+	h := mgmttest.Start(t, mgmttest.Options{})
+	ctx := context.Background()
+	h.AddOperator(t, "amy", management.RoleView)
+	list, err := h.Client.Operators(ctx, client.Page{Limit: 2})
+	if err != nil || len(list.Items) != 2 || list.NextCursor != "" {
+		t.Fatalf("two credentials, limit 2 = %+v, %v", list, err)
+	}
+	if !strings.Contains(string(list.Raw), `"items":[`) || strings.Contains(string(list.Raw), "next_cursor") {
+		t.Errorf("last page body = %s", list.Raw)
+	}
+	all, err := h.Client.Operators(ctx, client.Page{})
+	if err != nil || !slices.Equal(tokenIDs(all.Items), tokenIDs(list.Items)) || all.NextCursor != "" {
+		t.Errorf("default page = %+v, %v", all, err)
+	}
+}

@@ -534,7 +534,7 @@ func TestScopesAndTrace(t *testing.T) {
 	ctx := context.Background()
 	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
 	c := s.Client
-	list, err := c.Scopes(ctx)
+	list, err := c.Scopes(ctx, client.Page{})
 	if err != nil || len(list.Items) != 2 || list.Items[0].ID != "setup" || list.Items[1].Parent != "setup" {
 		t.Fatalf("scopes = %+v, %v", list, err)
 	}
@@ -684,7 +684,7 @@ func TestConfigRoutes(t *testing.T) {
 	}
 
 	// No secret reference in any response, nor in the SQLite files.
-	list, _ := c.Scopes(ctx)
+	list, _ := c.Scopes(ctx, client.Page{})
 	responses = append(responses, list.Raw)
 	for i, r := range responses {
 		if bytes.Contains(r, []byte(mgmttest.CanaryReference)) {

@@ -3,7 +3,9 @@ package management
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -98,16 +100,58 @@ func scopeView(sc *config.EffectiveScope, generation int64) ScopeView {
 	return v
 }
 
+// scopeKey is a position in the scope listing: the configuration
+// generation the listing was first read at and, after a page, the last
+// scope id it returned. A cursor's bound is the generation alone.
+type scopeKey struct {
+	Generation int64  `json:"g"`
+	ID         string `json:"i"`
+}
+
+// scopeFilters are the filters of GET /v1/scopes, bound into its cursors:
+// none yet, so a cursor binds to the endpoint alone.
+type scopeFilters struct{}
+
 // listScopes serves GET /v1/scopes: every scope of the active generation,
-// tombstones included, by id, in one page.
+// tombstones included, by id, paged on the id. The set of scopes is fixed
+// within a generation, so the generation is the listing's captured bound:
+// a cursor read under another generation is refused with cursor_mismatch
+// (the scopes may have changed), and the listing starts again.
 func (rs *Resources) listScopes(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	_, limit, cursor, err := listQuery(r)
+	if err != nil {
 		return nil, err
 	}
 	snap := rs.config.Active()
-	page := Page[ScopeView]{Items: []ScopeView{}}
-	for _, sc := range snap.Scopes() {
+	scopes := snap.Scopes()
+	start := 0
+	if cursor != "" {
+		ks, err := DecodeCursor[scopeKey](rs.cursors, r, scopeFilters{}, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if ks.Bound.Generation != snap.Generation || ks.After.Generation != snap.Generation {
+			return nil, Wrap(CodeCursorMismatch, ErrCursorMismatch, fmt.Sprintf(
+				"the cursor was issued under configuration generation %d and generation %d is active now, so the scopes may have changed; start the listing again without a cursor",
+				ks.Bound.Generation, snap.Generation))
+		}
+		// Scopes are sorted by id: start after the last one returned.
+		i, found := slices.BinarySearchFunc(scopes, ks.After.ID, func(sc *config.EffectiveScope, id string) int { return strings.Compare(sc.ID, id) })
+		if found {
+			i++
+		}
+		start = i
+	}
+	end := min(start+limit, len(scopes))
+	page := Page[ScopeView]{Items: make([]ScopeView, 0, end-start)}
+	for _, sc := range scopes[start:end] {
 		page.Items = append(page.Items, scopeView(sc, snap.Generation))
+	}
+	if end < len(scopes) {
+		ks := Keyset[scopeKey]{Bound: scopeKey{Generation: snap.Generation}, After: scopeKey{Generation: snap.Generation, ID: scopes[end-1].ID}}
+		if page.NextCursor, err = EncodeCursor(rs.cursors, r, scopeFilters{}, ks); err != nil {
+			return nil, err
+		}
 	}
 	return page, nil
 }

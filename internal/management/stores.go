@@ -70,8 +70,8 @@ func (s storeCredentials) RevokeAndInsert(ctx context.Context, id string, at tim
 	})
 }
 
-func (s storeCredentials) ListOperators(ctx context.Context) ([]Credential, error) {
-	recs, err := s.s.ListCredentials(ctx)
+func (s storeCredentials) ListOperators(ctx context.Context, p storage.Page) ([]Credential, error) {
+	recs, err := s.s.ListCredentials(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -85,8 +85,9 @@ type ManagementReader interface {
 	GetCredentialByDigest(ctx context.Context, digest []byte) (Credential, error)
 	// GetActiveCredential returns the active credential of name.
 	GetActiveCredential(ctx context.Context, name string) (Credential, error)
-	// ListCredentials lists every credential by name, creation time, id.
-	ListCredentials(ctx context.Context) ([]Credential, error)
+	// ListCredentials lists credentials, active and revoked, in the
+	// keyset window p on (created_at, id).
+	ListCredentials(ctx context.Context, p Page) ([]Credential, error)
 
 	GetIdempotency(ctx context.Context, principal, key string) (IdempotencyRecord, error)
 

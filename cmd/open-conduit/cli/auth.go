@@ -110,12 +110,15 @@ List operator credentials and their ids with 'open-conduit auth operators'.`,
 }
 
 func newAuthOperatorsCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var lf listFlags
+	cmd := &cobra.Command{
 		Use:   "operators",
-		Short: "List every operator credential (names, roles, token ids; never tokens)",
+		Short: "List operator credentials, oldest first (names, roles, token ids; never tokens)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, operators, []string{"NAME", "ROLE", "TOKEN ID", "STATE", "CREATED", "REVOKED"}, func(o client.Operator) []string {
+			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Operator], error) {
+				return c.Operators(ctx, lf.page())
+			}, []string{"NAME", "ROLE", "TOKEN ID", "STATE", "CREATED", "REVOKED"}, func(o client.Operator) []string {
 				state, revoked := "active", "-"
 				if !o.Active {
 					state = "revoked"
@@ -131,15 +134,8 @@ func newAuthOperatorsCmd(s Streams) *cobra.Command {
 			})
 		},
 	}
-}
-
-// operators reads every operator credential as a one-page list.
-func operators(c *client.Client, ctx context.Context) (*client.List[client.Operator], error) {
-	list, err := c.Operators(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &client.List[client.Operator]{Items: list.Items, Raw: list.Raw}, nil
+	lf.add(cmd)
+	return cmd
 }
 
 func newAuthOperatorsAddCmd(s Streams) *cobra.Command {

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/management"
@@ -245,5 +247,48 @@ func TestAuthRecoverCommand(t *testing.T) {
 	// No state directory at all.
 	if code, _, errs := run(t, "auth", "recover", "--state", filepath.Join(dir, "nope")); code != 1 || !strings.Contains(errs, "no state directory") {
 		t.Fatalf("recover without a state dir: %d %q", code, errs)
+	}
+}
+
+// auth operators pages through the list helper: --limit, the "more:" hint
+// on the error stream with the --cursor to pass, and the same table.
+func TestAuthOperatorsPages(t *testing.T) {
+	h := serve(t, mgmttest.Options{})
+	h.Clock.Advance(time.Second)
+	h.AddOperator(t, "zed", management.RoleOperate)
+	h.Clock.Advance(time.Second)
+	h.AddOperator(t, "amy", management.RoleView)
+	more := regexp.MustCompile(`^more: open-conduit auth operators --cursor (\S+) \(with the same filters\)\n$`)
+	var names []string
+	args := []string{"auth", "operators", "--limit", "2"}
+	for pages := 1; ; pages++ {
+		code, out, errs := run(t, args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "TOKEN ID") {
+			t.Fatalf("page %d: %d %q %q", pages, code, out, errs)
+		}
+		for _, l := range lines[1:] {
+			names = append(names, strings.Fields(l)[0])
+		}
+		m := more.FindStringSubmatch(errs)
+		if m == nil {
+			if errs != "" || pages != 2 {
+				t.Fatalf("last page %d said %q on the error stream", pages, errs)
+			}
+			break
+		}
+		args = []string{"auth", "operators", "--limit", "2", "--cursor", m[1]}
+	}
+	// Oldest first: the owner, then in the order they were issued.
+	if strings.Join(names, " ") != "local zed amy" {
+		t.Errorf("listed %v, want local zed amy", names)
+	}
+	code, _, errs := run(t, "auth", "operators", "--cursor", "garbage")
+	if code != 1 || !strings.Contains(errs, "invalid_cursor") {
+		t.Errorf("bad cursor: %d %q", code, errs)
+	}
+	code, js, _ := run(t, "auth", "operators", "--limit", "1", "--json")
+	if code != 0 || !strings.Contains(js, `"next_cursor":"`) {
+		t.Errorf("--json page: %d %q", code, js)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,14 +14,17 @@ import (
 func init() { commands = append(commands, newScopesCmd) }
 
 func newScopesCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var lf listFlags
+	cmd := &cobra.Command{
 		Use:   "scopes [ID]",
 		Short: "List the scopes of the active configuration, or show one",
-		Long: `Without an ID, list every scope of the active configuration generation:
-its parent, whether it is active, its bindings and routes. With an ID, show
-the scope's effective authority: its ceiling, each binding's executor,
-operations, grants and secret names, and its routes in order. Secret
-references are never shown.`,
+		Long: `Without an ID, list the scopes of the active configuration generation by
+id: each one's parent, whether it is active, its bindings and routes.
+--limit and --cursor page the list; a cursor from before a configuration
+change is refused, so start again without it. With an ID, show the scope's
+effective authority: its ceiling, each binding's executor, operations,
+grants and secret names, and its routes in order. Secret references are
+never shown.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("scopes takes at most one scope ID (see 'open-conduit scopes --help')")
@@ -29,7 +33,12 @@ references are never shown.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return runList(cmd, s, (*client.Client).Scopes, []string{"ID", "PARENT", "STATE", "BINDINGS", "ROUTES"}, scopeRow)
+				return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Scope], error) {
+					return c.Scopes(ctx, lf.page())
+				}, []string{"ID", "PARENT", "STATE", "BINDINGS", "ROUTES"}, scopeRow)
+			}
+			if cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor") {
+				return usagef("--limit and --cursor page the list of scopes; leave them out when naming a scope ID")
 			}
 			c, t, err := newClient(cmd)
 			if err != nil {
@@ -45,6 +54,8 @@ references are never shown.`,
 			return printScope(s, sc)
 		},
 	}
+	lf.add(cmd)
+	return cmd
 }
 
 // scopeRow is a scope's row in the list of scopes.

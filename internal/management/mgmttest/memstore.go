@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // Credentials is an in-memory management.Credentials for tests. It keeps
@@ -107,14 +108,37 @@ func (s *Credentials) RevokeAndInsert(_ context.Context, id string, at time.Time
 	return nil
 }
 
-// ListOperators implements management.Credentials.
-func (s *Credentials) ListOperators(context.Context) ([]management.Credential, error) {
+// ListOperators implements management.Credentials: the keyset window p
+// on (created_at, id), as the SQLite store reads it.
+func (s *Credentials) ListOperators(_ context.Context, p storage.Page) ([]management.Credential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := slices.Clone(s.creds)
+	key := func(c management.Credential) storage.Position {
+		return storage.Position{CreatedAt: c.CreatedAt, ID: c.ID}
+	}
+	order := func(a, b storage.Position) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	}
+	out := []management.Credential{}
+	for _, c := range s.creds {
+		k := key(c)
+		if p.Until != nil && order(k, *p.Until) > 0 {
+			continue
+		}
+		if p.After != nil && ((!p.Desc && order(k, *p.After) <= 0) || (p.Desc && order(k, *p.After) >= 0)) {
+			continue
+		}
+		out = append(out, c)
+	}
 	slices.SortFunc(out, func(a, b management.Credential) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		if p.Desc {
+			a, b = b, a
+		}
+		return order(key(a), key(b))
 	})
+	if n := storage.EffectiveLimit(p.Limit); len(out) > n {
+		out = out[:n]
+	}
 	return out, nil
 }
 

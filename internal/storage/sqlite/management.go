@@ -43,8 +43,10 @@ func (q queries) GetActiveCredential(ctx context.Context, name string) (storage.
 	return c, one(err, "active credential of", name)
 }
 
-func (q queries) ListCredentials(ctx context.Context) ([]storage.Credential, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT `+credentialCols+` FROM operator_credentials ORDER BY name, created_at, id`)
+func (q queries) ListCredentials(ctx context.Context, p storage.Page) ([]storage.Credential, error) {
+	var w where
+	tail := w.page(p)
+	rows, err := q.q.QueryContext(ctx, `SELECT `+credentialCols+` FROM operator_credentials`+w.sql()+tail, w.args...)
 	out, err := collect(rows, err, scanCredential)
 	if out == nil && err == nil {
 		out = []storage.Credential{}

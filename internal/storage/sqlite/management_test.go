@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func TestManagementRecords(t *testing.T) {
 	if _, err := s.GetCredential(ctx, "tok_x"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown credential: %v", err)
 	}
-	if list, err := s.ListCredentials(ctx); err != nil || len(list) != 2 || list[0].ID != "tok_1" || list[1].ID != "tok_2" {
+	if list, err := s.ListCredentials(ctx, storage.Page{}); err != nil || len(list) != 2 || list[0].ID != "tok_1" || list[1].ID != "tok_2" {
 		t.Errorf("credentials = %+v, %v", list, err)
 	}
 	rec, err := s.GetIdempotency(ctx, "operator:local", "k")
@@ -145,13 +146,80 @@ func TestManagementRecords(t *testing.T) {
 	}
 }
 
+// Credentials page on (created_at, id) like every other list: a tie on
+// created_at falls to the id, After is exclusive, Until inclusive, and a
+// descending read of one row finds the listing's last.
+func TestListCredentialsKeyset(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	t0 := storagetest.T0
+	// Inserted out of order; want is the (created_at, id) order.
+	rows := []storage.Credential{
+		{ID: "tok_c", Name: "carol", Role: "view", CreatedAt: t0.Add(time.Second)},
+		{ID: "tok_b", Name: "bob", Role: "view", CreatedAt: t0},
+		{ID: "tok_a", Name: "zed", Role: "admin", CreatedAt: t0.Add(time.Second)},
+		{ID: "tok_e", Name: "amy", Role: "operate", CreatedAt: t0.Add(time.Nanosecond)},
+		{ID: "tok_d", Name: "dan", Role: "view", CreatedAt: t0.Add(time.Hour), RevokedAt: t0.Add(2 * time.Hour)},
+	}
+	want := []string{"tok_b", "tok_e", "tok_a", "tok_c", "tok_d"}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i := range rows {
+			d := sha256.Sum256([]byte(rows[i].ID))
+			rows[i].Digest = d[:]
+			if err := tx.InsertCredential(ctx, &rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(list []storage.Credential, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, c := range list {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	eq := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	eq("all", ids(s.ListCredentials(ctx, storage.Page{})), want)
+	eq("last", ids(s.ListCredentials(ctx, storage.Page{Desc: true, Limit: 1})), want[4:])
+	eq("first two", ids(s.ListCredentials(ctx, storage.Page{Limit: 2})), want[:2])
+	// After tok_e (a nanosecond after t0), up to tok_c inclusive: the tie
+	// at t0+1s is split by id.
+	after := &storage.Position{CreatedAt: t0.Add(time.Nanosecond), ID: "tok_e"}
+	until := &storage.Position{CreatedAt: t0.Add(time.Second), ID: "tok_c"}
+	eq("window", ids(s.ListCredentials(ctx, storage.Page{After: after, Until: until})), want[2:4])
+	eq("window of one", ids(s.ListCredentials(ctx, storage.Page{After: after, Until: until, Limit: 1})), want[2:3])
+	// (t0+1s, tok_b) lies between tok_a and tok_c.
+	between := &storage.Position{CreatedAt: t0.Add(time.Second), ID: "tok_b"}
+	eq("after a position between rows", ids(s.ListCredentials(ctx, storage.Page{After: between})), want[3:])
+	if list, err := s.ListCredentials(ctx, storage.Page{After: &storage.Position{CreatedAt: t0.Add(time.Hour), ID: "tok_d"}}); err != nil || list == nil || len(list) != 0 {
+		t.Errorf("after the last = %#v, %v", list, err)
+	}
+	// A revoked credential keeps its revocation time through the listing.
+	if list, _ := s.ListCredentials(ctx, storage.Page{Desc: true, Limit: 1}); len(list) != 1 || list[0].Active() || !list[0].RevokedAt.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("revoked credential listed as %+v", list)
+	}
+}
+
 func TestEmptyManagementRecords(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"))
 	if _, err := s.LatestGeneration(ctx); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("latest generation of an empty store: %v", err)
 	}
-	if list, err := s.ListCredentials(ctx); err != nil || list == nil || len(list) != 0 {
+	if list, err := s.ListCredentials(ctx, storage.Page{}); err != nil || list == nil || len(list) != 0 {
 		t.Errorf("credentials of an empty store = %#v, %v", list, err)
 	}
 	if list, err := s.ListScopeRecords(ctx); err != nil || list == nil || len(list) != 0 {
