@@ -82,6 +82,8 @@
 // Each claim or resume acknowledges the Work's queued inputs up to the
 // last one (the execution's InputWatermark); they are never given to
 // another attempt. A segment that could not start (token, endpoint or
-// secret failure) gives them back. Recovery re-attaches to the same
+// secret failure, or a shutdown that began before it started) gives them
+// back; a shutdown also takes back the claim itself, so that the next
+// daemon finds no attempt that never ran. Recovery re-attaches to the same
 // segment and acknowledges nothing new.
 package scheduler

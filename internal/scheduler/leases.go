@@ -172,6 +172,9 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 	n := 0
 	var errs []error
 	for _, old := range exes {
+		if s.stopped(ctx) {
+			break
+		}
 		w, err := s.store.GetWork(ctx, old.Work)
 		if err != nil {
 			errs = append(errs, err)
@@ -214,10 +217,12 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 			continue
 		}
 		if exe.State == storage.ExecutionStopping {
-			s.start(exe, kindStop, executor.RunRequest{
+			if !s.start(exe, kindStop, executor.RunRequest{
 				ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
 				Config: b.Config, Dir: filepath.Join(s.o.ExecutionsDir, exe.ID), Deadline: exe.Deadline,
-			}, ex)
+			}, ex) {
+				errs = append(errs, s.giveBack(ctx, exe, kindStop, 0))
+			}
 			continue
 		}
 		if berr != nil {

@@ -117,7 +117,10 @@ func (s *Scheduler) Owner() string { return s.o.Owner }
 // Close stops observing: every executor call is cancelled (executors return
 // ErrDetached and leave their processes running for a later daemon to
 // recover) and Close waits for the scheduler's goroutines. Results that
-// arrive are not applied.
+// arrive are not applied. From the moment Close begins nothing more is
+// claimed, resumed or recovered, and a claim already committed whose
+// segment had not started yet is given back (see giveBack), so that no
+// attempt is left recorded as running that never ran.
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -151,12 +154,24 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 
 func (s *Scheduler) now() time.Time { return s.o.Clock.Now() }
 
+// stopped reports whether nothing new may start: the scheduler is closing,
+// or the round's context ended (the daemon is shutting down).
+func (s *Scheduler) stopped(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed || ctx.Err() != nil
+}
+
 // ---- claim ----
 
 // Claim claims ready, unheld Work up to MaxRunning and starts a segment
 // for each: a new execution at epoch 1, or the next epoch of the Work's
-// parked execution (resume). It returns how many it started.
+// parked execution (resume). It returns how many it started. It claims
+// nothing once the scheduler is closing or ctx has ended.
 func (s *Scheduler) Claim(ctx context.Context) (int, error) {
+	if s.stopped(ctx) {
+		return 0, nil
+	}
 	leased, err := s.store.CountLeased(ctx, s.o.Owner)
 	if err != nil {
 		return 0, err
@@ -172,6 +187,9 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	started := 0
 	var errs []error
 	for _, w := range cands {
+		if s.stopped(ctx) {
+			break
+		}
 		ok, err := s.claimOne(ctx, w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("claim %s: %w", w.ID, err))
@@ -289,11 +307,19 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 
 // launch prepares and starts a segment: token, endpoint, secrets, then the
 // executor call on a goroutine the scheduler owns. A failure before the
-// executor is called holds the Work (see abort).
+// executor is called holds the Work (see abort), unless the scheduler is
+// closing or ctx ended meanwhile: then the segment is given back (see
+// giveBack), as it is when the scheduler closed before the call started.
 func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64) error {
+	abort := func(reason, detail string) error {
+		if s.stopped(ctx) {
+			return s.giveBack(ctx, exe, kind, prevWatermark)
+		}
+		return s.abort(ctx, exe, kind, prevWatermark, reason, detail)
+	}
 	dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
+		return abort(runtime.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
 	}
 	req := executor.RunRequest{
 		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
@@ -306,11 +332,11 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
 		})
 		if err != nil {
-			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
+			return abort(runtime.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
 		}
 		ep, err := s.o.ToolbeltEndpoints(ctx, exe.ID, token)
 		if err != nil {
-			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldToolbeltFailed, "toolbelt endpoint unavailable: "+err.Error())
+			return abort(runtime.HoldToolbeltFailed, "toolbelt endpoint unavailable: "+err.Error())
 		}
 		req.Context.Token, req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = token, ep.Socket, ep.TokenFile
 	}
@@ -322,11 +348,13 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			if errors.As(err, &se) {
 				detail = fmt.Sprintf("secret %s of binding %s could not be resolved (%s); fix it and retry the Work", se.Name, exe.Binding, se.Code)
 			}
-			return s.abort(ctx, exe, kind, prevWatermark, runtime.HoldSecretUnavailable, detail)
+			return abort(runtime.HoldSecretUnavailable, detail)
 		}
 		req.Env = env
 	}
-	s.start(exe, kind, req, ex)
+	if !s.start(exe, kind, req, ex) {
+		return s.giveBack(ctx, exe, kind, prevWatermark)
+	}
 	return nil
 }
 
@@ -365,16 +393,65 @@ func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind strin
 	})
 }
 
+// giveBack undoes a claim, resume or recovery whose segment was never
+// started because the scheduler is closing (or the round's context ended):
+// nothing ran, so nothing is held and nothing counts. A new execution
+// finishes cancelled and is not counted as an attempt; a resumed one is
+// parked again; a recovered one (running or stopping) keeps its state with
+// its lease expired, for the next daemon to adopt at once. The Work is
+// ready again and gets the inputs the segment was to be given. It writes
+// even though ctx ended: a claim left half done would be taken for an
+// attempt that vanished.
+func (s *Scheduler) giveBack(ctx context.Context, exe storage.Execution, kind string, prevWatermark int64) error {
+	ctx = context.WithoutCancel(ctx)
+	now := s.now()
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		fence := &storage.UpdateExecutionParams{ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{exe.State}, Now: now}
+		switch kind {
+		case kindRun:
+			st, res, msg := storage.ExecutionFinished, storage.ResultCancelled, "not started: the daemon was shutting down, so the Work is claimed again"
+			fence.State, fence.Result, fence.Message = &st, &res, &msg
+		case kindResume:
+			st := storage.ExecutionParked
+			fence.State = &st
+		default:
+			fence.LeaseExpiresAt = &now
+		}
+		if _, err := tx.UpdateExecution(ctx, fence); err != nil {
+			return err
+		}
+		if kind != kindRun && kind != kindResume {
+			return nil
+		}
+		ready := storage.WorkReady
+		upd := &storage.UpdateWorkParams{ID: exe.Work, FromStates: []storage.WorkState{storage.WorkRunning}, State: &ready, InputWatermark: &prevWatermark, Now: now}
+		if kind == kindRun {
+			upd.AddAttempts = -1
+		}
+		_, err := tx.UpdateWork(ctx, upd)
+		return err
+	})
+	if errors.Is(err, storage.ErrFenced) {
+		// A cancel fenced the attempt meanwhile; recovery stops it.
+		return nil
+	}
+	if err == nil {
+		s.o.Logger.Info("segment not started while shutting down; given back", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "kind", kind)
+	}
+	return err
+}
+
 // start runs the executor call on a goroutine the scheduler tracks. A
 // segment already tracked for the execution (an older epoch) is detached.
-func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRequest, ex executor.Executor) {
+// It starts nothing and returns false once the scheduler is closing.
+func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRequest, ex executor.Executor) bool {
 	segCtx, cancel := context.WithCancel(s.base)
 	seg := &segment{exe: exe, kind: kind, req: req, ex: ex, cancel: cancel, done: make(chan struct{}), stopping: kind == kindStop}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel()
-		return
+		return false
 	}
 	if old := s.segments[exe.ID]; old != nil {
 		old.cancel()
@@ -402,6 +479,7 @@ func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRe
 		}
 		s.enqueue(result{executionID: exe.ID, epoch: exe.Epoch, kind: kind, res: res, err: err})
 	}()
+	return true
 }
 
 func (s *Scheduler) enqueue(r result) {
