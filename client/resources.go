@@ -457,7 +457,9 @@ func (c *Client) Emit(ctx context.Context, req EmitRequest, opts *RequestOptions
 
 // ---- executions ----
 
-// Execution is one attempt of a Work.
+// Execution is one attempt of a Work. ExitCode is the exit code the
+// daemon observed when its segment ended; nil (exit_code absent) while it
+// observed none.
 type Execution struct {
 	ID             string    `json:"id"`
 	Work           string    `json:"work"`
@@ -473,7 +475,7 @@ type Execution struct {
 	InputWatermark int64     `json:"input_watermark"`
 	Result         string    `json:"result,omitempty"`
 	Message        string    `json:"message,omitempty"`
-	ExitCode       int       `json:"exit_code"`
+	ExitCode       *int      `json:"exit_code,omitempty"`
 	Revision       int64     `json:"revision"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`

@@ -226,7 +226,7 @@ func TestDefaultConfigRunsWorkEndToEnd(t *testing.T) {
 		t.Fatalf("Work ended %s (%s %s), want succeeded\nlogs:\n%s", w.State, w.BlockedReason, w.OutcomeMessage, r.logs)
 	}
 	exes := r.executions(w.ID)
-	if len(exes) != 1 || exes[0].Result != storage.ResultSucceeded || exes[0].ExitCode != 0 {
+	if len(exes) != 1 || exes[0].Result != storage.ResultSucceeded || exes[0].ExitCode == nil || *exes[0].ExitCode != 0 {
 		t.Fatalf("executions = %+v, want one that succeeded", exes)
 	}
 	out := r.log(exes[0])
@@ -425,7 +425,7 @@ func TestShutdownKeepsTheProcessAndTheNextDaemonAdoptsIt(t *testing.T) {
 	release(t, fifo, "3")
 	w = second.terminal(w.ID)
 	exes := second.executions(w.ID)
-	if w.State != storage.WorkFailed || len(exes) != 1 || exes[0].ExitCode != 3 {
+	if w.State != storage.WorkFailed || len(exes) != 1 || exes[0].ExitCode == nil || *exes[0].ExitCode != 3 {
 		t.Fatalf("Work %s, executions %+v: want failed with the real exit status 3", w.State, exes)
 	}
 	if b, _ := os.ReadFile(mark); strings.Count(string(b), "started") != 1 {

@@ -265,14 +265,14 @@ func (c *Control) CancelExecution(ctx context.Context, req ControlRequest) (Cont
 	})
 }
 
-// ConfirmStopped records the physical stop of a stopping attempt at epoch.
-// Only the trusted host calls it (the scheduler does once it observed the
-// process end).
-func (c *Control) ConfirmStopped(ctx context.Context, executionID string, epoch int64, message string) (storage.Execution, error) {
+// ConfirmStopped records the physical stop of a stopping attempt at epoch,
+// with the exit code the host observed (nil: none was). Only the trusted
+// host calls it (the scheduler does once it observed the process end).
+func (c *Control) ConfirmStopped(ctx context.Context, executionID string, epoch int64, message string, exitCode *int) (storage.Execution, error) {
 	var out storage.Execution
 	err := c.store.WithTx(ctx, func(tx storage.Tx) error {
 		var err error
-		out, err = c.rt.ConfirmStoppedInTx(ctx, tx, executionID, epoch, message)
+		out, err = c.rt.ConfirmStoppedInTx(ctx, tx, executionID, epoch, message, exitCode)
 		return err
 	})
 	return out, err

@@ -78,14 +78,22 @@ func TestCancelWorkFencesTheLiveAttempt(t *testing.T) {
 	}
 	_, err = b.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID})
 	mustCode(t, err, "work_state")
-	if _, err := b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, "process group gone"); err != nil {
+	if got.ExitCode != nil {
+		t.Fatalf("a stopping attempt has exit code %d", *got.ExitCode)
+	}
+	code := 143
+	if _, err := b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, "process group gone", &code); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = b.store.GetExecution(ctx, exe.ID)
-	if got.State != storage.ExecutionFinished || got.Result != storage.ResultCancelled {
+	if got.State != storage.ExecutionFinished || got.Result != storage.ResultCancelled || got.ExitCode == nil || *got.ExitCode != 143 {
 		t.Fatalf("after ConfirmStopped: %+v", got)
 	}
-	_, err = b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, "")
+	// The record keeps why it was stopped, then how it ended.
+	if got.Message != "cancelled with its Work by operator:ann; process group gone" {
+		t.Fatalf("message = %q", got.Message)
+	}
+	_, err = b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, "", nil)
 	mustCode(t, err, "execution_state")
 }
 
@@ -119,8 +127,13 @@ func TestCancelExecutionHoldsUntilRetry(t *testing.T) {
 	if claimable, _ := b.store.ListClaimable(ctx, 10); len(claimable) != 0 {
 		t.Fatalf("claimable while the old attempt is stopping: %+v", claimable)
 	}
-	if _, err := b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, ""); err != nil {
+	stopped, err := b.ctl.ConfirmStopped(ctx, exe.ID, exe.Epoch, "", nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// No exit code was observed: none is recorded (not 0).
+	if stopped.ExitCode != nil || stopped.Message != "cancelled by operator:ann; stopped" {
+		t.Fatalf("stopped without an observed exit: %+v", stopped)
 	}
 	if claimable, _ := b.store.ListClaimable(ctx, 10); len(claimable) != 1 {
 		t.Fatalf("claimable after the stop = %+v", claimable)

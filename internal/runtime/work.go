@@ -288,7 +288,7 @@ func (r *Runtime) CancelWorkInTx(ctx context.Context, tx storage.Tx, workID stri
 	if w.State.Terminal() {
 		return storage.Work{}, refuse(extension.ErrConflict, ErrWorkState.Code, "Work %s has already %s", workID, w.State)
 	}
-	if _, err := r.fenceLiveInTx(ctx, tx, workID, "cancelled with its Work"); err != nil {
+	if _, err := r.fenceLiveInTx(ctx, tx, workID, "cancelled with its Work by "+actorOr(control.Actor)); err != nil {
 		return storage.Work{}, err
 	}
 	w, _, err = r.FinishWorkInTx(ctx, tx, workID, Finish{State: storage.WorkCancelled, Message: "cancelled by " + actorOr(control.Actor), Cause: control.ID})
@@ -367,20 +367,31 @@ func (r *Runtime) CancelExecutionInTx(ctx context.Context, tx storage.Tx, execut
 
 // ConfirmStoppedInTx records that the process of a stopping attempt is
 // gone: the execution finishes cancelled. Only the trusted host calls it,
-// after it observed the stop.
-func (r *Runtime) ConfirmStoppedInTx(ctx context.Context, tx storage.Tx, executionID string, epoch int64, message string) (storage.Execution, error) {
-	st, res := storage.ExecutionFinished, storage.ResultCancelled
+// after it observed the stop. The message says how it ended and is added
+// to the one the fence left (who cancelled it); exitCode is the exit code
+// the executor observed, nil when the host saw the process gone without
+// it (the record then shows none rather than a made-up 0).
+func (r *Runtime) ConfirmStoppedInTx(ctx context.Context, tx storage.Tx, executionID string, epoch int64, message string, exitCode *int) (storage.Execution, error) {
+	cur, err := tx.GetExecution(ctx, executionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Execution{}, refuse(extension.ErrNotFound, ErrExecutionNotFound.Code, "execution %s does not exist", executionID)
+	}
+	if err != nil {
+		return storage.Execution{}, err
+	}
 	if message == "" {
 		message = "stopped"
 	}
+	if cur.Message != "" {
+		message = cur.Message + "; " + message
+	}
+	st, res := storage.ExecutionFinished, storage.ResultCancelled
 	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
-		ID: executionID, Epoch: epoch, FromStates: []storage.ExecutionState{storage.ExecutionStopping}, State: &st, Result: &res, Message: &message, Now: r.clock.Now(),
+		ID: executionID, Epoch: epoch, FromStates: []storage.ExecutionState{storage.ExecutionStopping}, State: &st, Result: &res, Message: &message,
+		ExitCode: exitCode, Now: r.clock.Now(),
 	})
 	if errors.Is(err, storage.ErrFenced) {
 		return storage.Execution{}, refuse(extension.ErrConflict, ErrExecutionState.Code, "execution %s is not stopping at epoch %d", executionID, epoch)
-	}
-	if errors.Is(err, storage.ErrNotFound) {
-		return storage.Execution{}, refuse(extension.ErrNotFound, ErrExecutionNotFound.Code, "execution %s does not exist", executionID)
 	}
 	return exe, err
 }

@@ -41,8 +41,26 @@ const (
 //
 // A declared wait whose segment failed follows the failure policy and the
 // declaration is discarded. A stopping (cancelled) attempt's result
-// records its physical stop instead.
+// records its physical stop instead: the execution finishes cancelled
+// with how the segment ended and the exit code the executor saw.
+//
+// res is what the executor observed: its ExitCode is recorded as seen.
 func (s *Scheduler) Complete(ctx context.Context, executionID string, epoch int64, res executor.Result) error {
+	return s.complete(ctx, executionID, epoch, res, true)
+}
+
+// errUnobservedStop: an executor error ended the observation of a stopping
+// attempt, which does not show that its process is gone.
+var errUnobservedStop = errors.New("scheduler: the executor lost sight of a stopping attempt; its stop confirms it")
+
+// complete is Complete; observed is false for a result the scheduler made
+// up because the executor failed to observe the segment: no exit code is
+// recorded then, and a stopping attempt is not confirmed stopped by it.
+func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int64, res executor.Result, observed bool) error {
+	var exit *int
+	if observed {
+		exit = &res.ExitCode
+	}
 	staged := s.stageArtifacts(executionID, res)
 	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
 		cur, err := tx.GetExecution(ctx, executionID)
@@ -53,10 +71,13 @@ func (s *Scheduler) Complete(ctx context.Context, executionID string, epoch int6
 			return err
 		}
 		if cur.State == storage.ExecutionStopping && cur.Epoch == epoch && cur.Owner == s.o.Owner {
+			if !observed {
+				return errUnobservedStop
+			}
 			if err := s.commitArtifacts(ctx, tx, cur, staged); err != nil {
 				return err
 			}
-			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, executionID, epoch, stopMessage(res))
+			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, executionID, epoch, stopMessage(res), exit)
 			return err
 		}
 		// The fence: nothing below runs unless this is the live epoch.
@@ -73,7 +94,7 @@ func (s *Scheduler) Complete(ctx context.Context, executionID string, epoch int6
 		if err := s.commitArtifacts(ctx, tx, exe, staged); err != nil {
 			return err
 		}
-		return s.apply(ctx, tx, exe, res)
+		return s.apply(ctx, tx, exe, res, exit)
 	})
 	if err != nil {
 		for _, st := range staged {
@@ -128,18 +149,19 @@ func (s *Scheduler) commitArtifacts(ctx context.Context, tx storage.Tx, exe stor
 	return nil
 }
 
-// finishExecution ends the live epoch with a result.
-func (s *Scheduler) finishExecution(ctx context.Context, tx storage.Tx, exe storage.Execution, r storage.ExecutionResult, res executor.Result) error {
+// finishExecution ends the live epoch with a result and the exit code the
+// executor observed (nil: none was).
+func (s *Scheduler) finishExecution(ctx context.Context, tx storage.Tx, exe storage.Execution, r storage.ExecutionResult, res executor.Result, exit *int) error {
 	st := storage.ExecutionFinished
 	msg := res.Message
 	_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 		ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
-		State: &st, Result: &r, Message: &msg, ExitCode: &res.ExitCode, Now: s.now(),
+		State: &st, Result: &r, Message: &msg, ExitCode: exit, Now: s.now(),
 	})
 	return err
 }
 
-func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result) error {
+func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result, exit *int) error {
 	decl, err := tx.GetPendingDeclaration(ctx, exe.ID)
 	hasDecl := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -167,7 +189,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 			msg := "parked on a declared wait"
 			if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 				ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
-				State: &st, Message: &msg, ExitCode: &res.ExitCode, Now: s.now(),
+				State: &st, Message: &msg, ExitCode: exit, Now: s.now(),
 			}); err != nil {
 				return err
 			}
@@ -175,7 +197,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 			if res.Message == "" {
 				res.Message = "ended on a declared wait"
 			}
-			if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res); err != nil {
+			if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res, exit); err != nil {
 				return err
 			}
 		}
@@ -199,7 +221,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 		if d.Outcome.Message != "" {
 			res.Message = d.Outcome.Message
 		}
-		if err := s.finishExecution(ctx, tx, exe, r, res); err != nil {
+		if err := s.finishExecution(ctx, tx, exe, r, res, exit); err != nil {
 			return err
 		}
 		if _, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: d.Outcome.Outcome, Message: res.Message, Data: d.Outcome.Data}); err != nil {
@@ -213,7 +235,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	}
 	switch res.Outcome {
 	case executor.Succeeded:
-		if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res); err != nil {
+		if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res, exit); err != nil {
 			return err
 		}
 		w, err := tx.GetWork(ctx, exe.Work)
@@ -229,7 +251,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 		_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkSucceeded, Message: res.Message})
 		return err
 	case executor.Cancelled:
-		if err := s.finishExecution(ctx, tx, exe, storage.ResultCancelled, res); err != nil {
+		if err := s.finishExecution(ctx, tx, exe, storage.ResultCancelled, res, exit); err != nil {
 			return err
 		}
 		_, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkCancelled, Message: res.Message})
@@ -240,7 +262,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	if res.Message == "" {
 		res.Message = fmt.Sprintf("the segment failed (exit code %d)", res.ExitCode)
 	}
-	if err := s.finishExecution(ctx, tx, exe, storage.ResultFailed, res); err != nil {
+	if err := s.finishExecution(ctx, tx, exe, storage.ResultFailed, res, exit); err != nil {
 		return err
 	}
 	_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkFailed, Message: res.Message})

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
@@ -23,7 +26,20 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 )
 
+// TestMain doubles as the shell executor's supervisor: the shell tests'
+// executor starts this test binary as `<binary> supervise <dir>`, as the
+// daemon starts `open-conduit supervise <dir>`.
 func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "supervise" {
+		code := 0
+		if err := shell.Supervise(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		// Not os.Exit: under -race it waits a second for the detector's
+		// report at every segment's end.
+		syscall.Exit(code)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -94,7 +94,18 @@ func (s *Scheduler) requestStop(seg *segment) {
 			s.stopFailed(seg, err)
 			return
 		}
-		s.enqueue(result{executionID: seg.exe.ID, epoch: seg.exe.Epoch, kind: kindStop})
+		// The segment's own executor call sees the process end and
+		// reports how (its result is applied as the stop, with the exit
+		// code); only when it did not see the end is the stop confirmed
+		// on its own.
+		select {
+		case <-seg.done:
+		case <-s.base.Done():
+			return
+		}
+		if !seg.ended {
+			s.enqueue(result{executionID: seg.exe.ID, epoch: seg.exe.Epoch, kind: kindStop})
+		}
 	}()
 }
 

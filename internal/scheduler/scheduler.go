@@ -62,6 +62,9 @@ type segment struct {
 	stopping     bool
 	stopFailures int
 	stopRetryAt  time.Time
+	// ended: the executor call returned the segment's result (it saw the
+	// segment end); set before done is closed.
+	ended bool
 }
 
 type result struct {
@@ -477,6 +480,7 @@ func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRe
 				err = executor.ErrDetached
 			}
 		}
+		seg.ended = err == nil && kind != kindStop
 		s.enqueue(result{executionID: exe.ID, epoch: exe.Epoch, kind: kind, res: res, err: err})
 	}()
 	return true
@@ -558,6 +562,8 @@ func (s *Scheduler) ApplyResults(ctx context.Context) (int, error) {
 			n++
 		case errors.Is(err, runtime.ErrStaleEpoch), errors.Is(err, runtime.ErrExecutionState):
 			s.o.Logger.Info("result of a superseded attempt dropped", "execution", r.executionID, "epoch", r.epoch, "error", err)
+		case errors.Is(err, errUnobservedStop):
+			s.o.Logger.Warn("the executor failed to observe a stopping attempt; its stop is confirmed once its process is seen gone", "execution", r.executionID, "epoch", r.epoch, "error", r.err)
 		default:
 			errs = append(errs, fmt.Errorf("apply result of %s epoch %d: %w", r.executionID, r.epoch, err))
 		}
@@ -576,14 +582,17 @@ func (s *Scheduler) applyResult(ctx context.Context, r result) error {
 			s.o.Logger.Warn("stop of a recovered attempt failed; it is stopped again once its lease lapses", "execution", r.executionID, "epoch", r.epoch, "error", r.err)
 			return nil
 		}
+		// The host saw the process gone, but not how it ended: no exit
+		// code is recorded.
 		return s.store.WithTx(ctx, func(tx storage.Tx) error {
-			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, r.executionID, r.epoch, "stopped by the host")
+			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, r.executionID, r.epoch, "stopped by the host; how the process ended was not observed", nil)
 			return err
 		})
 	case r.kind == kindRecover && errors.Is(r.err, executor.ErrGone):
 		return s.lost(ctx, r.executionID, r.epoch)
 	case r.err != nil:
-		r.res = executor.Result{Outcome: executor.Failed, Message: safeMessage("the executor failed to observe the segment: " + r.err.Error())}
+		res := executor.Result{Outcome: executor.Failed, Message: safeMessage("the executor failed to observe the segment: " + r.err.Error())}
+		return s.complete(ctx, r.executionID, r.epoch, res, false)
 	}
 	return s.Complete(ctx, r.executionID, r.epoch, r.res)
 }

@@ -101,7 +101,7 @@ func TestFailureEndsWork(t *testing.T) {
 	if got.State != storage.WorkFailed || !strings.Contains(got.OutcomeMessage, "exit code 3") {
 		t.Fatalf("work = %+v", got)
 	}
-	if e := h.execution(seg.Req.ExecutionID); e.Result != storage.ResultFailed || e.ExitCode != 3 {
+	if e := h.execution(seg.Req.ExecutionID); e.Result != storage.ResultFailed || e.ExitCode == nil || *e.ExitCode != 3 {
 		t.Fatalf("execution = %+v", e)
 	}
 	if _, err := h.store.GetKeyOwner(context.Background(), "s1", "pr/1"); !errors.Is(err, storage.ErrNotFound) {
@@ -116,6 +116,10 @@ func TestFailureEndsWork(t *testing.T) {
 	h.tick()
 	if got := h.work(w2.ID); got.State != storage.WorkFailed || !strings.Contains(got.OutcomeMessage, "lost the pipe") {
 		t.Fatalf("work after an executor error = %+v", got)
+	}
+	// The executor saw no exit: none is recorded.
+	if e := h.execution(seg2.Req.ExecutionID); e.Result != storage.ResultFailed || e.ExitCode != nil {
+		t.Fatalf("execution after an executor error = %+v (exit %v)", e, e.ExitCode)
 	}
 }
 
@@ -246,9 +250,9 @@ func TestDeclaredWaitParksAndResumes(t *testing.T) {
 	h.tick()
 	seg := h.resumer.Next(t)
 	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
-	h.finish(seg, executor.Result{Outcome: executor.Suspended})
+	h.finish(seg, executor.Result{Outcome: executor.Suspended, ExitCode: 4})
 	exe := h.execution(seg.Req.ExecutionID)
-	if exe.State != storage.ExecutionParked || h.work(w.ID).State != storage.WorkWaiting {
+	if exe.State != storage.ExecutionParked || h.work(w.ID).State != storage.WorkWaiting || exe.ExitCode == nil || *exe.ExitCode != 4 {
 		t.Fatalf("parked: %+v", exe)
 	}
 	if n, _ := h.store.CountLeased(ctx, "daemon-1"); n != 0 {
@@ -263,7 +267,9 @@ func TestDeclaredWaitParksAndResumes(t *testing.T) {
 	if res.Kind != "resume" || res.Req.ExecutionID != exe.ID || res.Req.Epoch != 2 {
 		t.Fatalf("resume = %s %+v", res.Kind, res.Req)
 	}
-	if got := h.execution(exe.ID); got.State != storage.ExecutionRunning || got.Epoch != 2 || got.Owner != "daemon-1" {
+	// The resumed segment's end is not observed yet: the parked segment's
+	// exit code is not its own.
+	if got := h.execution(exe.ID); got.State != storage.ExecutionRunning || got.Epoch != 2 || got.Owner != "daemon-1" || got.ExitCode != nil {
 		t.Fatalf("resumed execution = %+v", got)
 	}
 	// The parked segment's epoch is over.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +126,76 @@ func TestFailedStopsGiveTheAttemptToRecovery(t *testing.T) {
 	if n := len(h.plain.Stops()); n != scheduler.StopAttempts+1 {
 		t.Fatalf("%d Stop calls, want %d", n, scheduler.StopAttempts+1)
 	}
+}
+
+// The record of a cancelled attempt is honest about its exit: the code the
+// executor observed when the stop ended the segment is kept; a stop whose
+// end nobody observed (an adopted stopping attempt, or one whose executor
+// lost sight of it) records none, never a made-up 0; and an executor
+// error is not taken for the process being gone.
+func TestStoppedAttemptsRecordOnlyAnObservedExit(t *testing.T) {
+	t.Run("observed", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create("b1")
+		h.tick()
+		seg := h.plain.Next(t)
+		if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
+			t.Fatal(err)
+		}
+		h.tick()
+		h.settle(seg)
+		h.tick()
+		exe := h.execution(seg.Req.ExecutionID)
+		if exe.Result != storage.ResultCancelled || exe.ExitCode == nil || *exe.ExitCode != -1 || exe.Message != "cancelled by operator:ann; stopped: killed" {
+			t.Fatalf("execution = %+v (exit %v)", exe, exe.ExitCode)
+		}
+	})
+	t.Run("adopted", func(t *testing.T) {
+		h := newHarness(t, nil)
+		w := h.create("b1")
+		h.tick()
+		seg := h.plain.Next(t)
+		if _, err := h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+			t.Fatal(err)
+		}
+		h.restart("daemon-2")
+		h.settle(seg)
+		if _, err := h.s.RecoverOrphans(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.waitEpoch(seg.Req.ExecutionID, 2)
+		h.tick()
+		exe := h.execution(seg.Req.ExecutionID)
+		if exe.Result != storage.ResultCancelled || exe.ExitCode != nil || !strings.HasPrefix(exe.Message, "cancelled with its Work by operator:ann; stopped by the host") {
+			t.Fatalf("execution = %+v (exit %v)", exe, exe.ExitCode)
+		}
+	})
+	t.Run("executor error", func(t *testing.T) {
+		logs := make(logTap, 256)
+		h := newHarness(t, tapped(logs))
+		h.create("b1")
+		h.tick()
+		seg := h.plain.Next(t)
+		id := seg.Req.ExecutionID
+		if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: id}); err != nil {
+			t.Fatal(err)
+		}
+		seg.Fail(errors.New("lost the pipe"))
+		h.settle(seg)
+		h.tick()
+		logs.await(t, "the executor failed to observe a stopping attempt; its stop is confirmed once its process is seen gone")
+		if exe := h.execution(id); exe.State != storage.ExecutionStopping {
+			t.Fatalf("an executor error confirmed the stop: %+v", exe)
+		}
+		// Nobody observes it any more: once its lease lapses, recovery
+		// stops it with a new epoch.
+		h.clock.Advance(31 * time.Second)
+		h.tick()
+		h.waitEpoch(id, 2)
+		h.tick()
+		exe := h.execution(id)
+		if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultCancelled || exe.Epoch != 2 || exe.ExitCode != nil || len(h.plain.Stops()) != 1 {
+			t.Fatalf("execution = %+v (exit %v), stops %d", exe, exe.ExitCode, len(h.plain.Stops()))
+		}
+	})
 }

@@ -220,7 +220,8 @@ type RenewLeaseParams struct {
 }
 
 // UpdateExecutionParams changes an execution, fenced by Epoch, Owner (when
-// non-empty) and FromStates (when non-empty).
+// non-empty) and FromStates (when non-empty). A nil field is left as it
+// is: ExitCode is set only with an exit code an executor observed.
 type UpdateExecutionParams struct {
 	ID         string
 	Epoch      int64

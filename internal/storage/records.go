@@ -171,10 +171,15 @@ type Execution struct {
 	InputWatermark int64           `json:"input_watermark"`
 	Result         ExecutionResult `json:"result,omitempty"`
 	Message        string          `json:"message,omitempty"`
-	ExitCode       int             `json:"exit_code"`
-	Revision       int64           `json:"revision"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	// ExitCode is the exit code an executor observed when the segment
+	// ended (-1 for a process it saw killed by a signal); nil while no end
+	// was observed: a live segment, or one that finished without the
+	// executor's result (a stop confirmed on its own, a lost segment, an
+	// executor error, a claim given back).
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Live reports whether the execution has not finished.

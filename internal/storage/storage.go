@@ -148,7 +148,8 @@ type Tx interface {
 	InsertExecution(ctx context.Context, p *InsertExecutionParams) (Execution, error)
 	// AdvanceEpoch starts the next epoch of an execution (claim of a parked
 	// one, recovery, adoption): epoch FromEpoch+1 under a new owner and
-	// lease. ErrFenced unless the execution is still at FromEpoch in one of
+	// lease, with no exit code (nobody has observed the new epoch's end).
+	// ErrFenced unless the execution is still at FromEpoch in one of
 	// FromStates (and, when given, its lease expired by ExpiredBy).
 	AdvanceEpoch(ctx context.Context, p *AdvanceEpochParams) (Execution, error)
 	// RenewLease extends a lease held by Owner at Epoch that is still valid

@@ -34,11 +34,7 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 				f.Page = lf.page()
 				return c.ListExecutions(ctx, f)
 			}, []string{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}, func(e client.Execution) []string {
-				exit := "-"
-				if e.State == "finished" {
-					exit = itoa(int64(e.ExitCode))
-				}
-				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exit, itoa(e.Epoch), when(e.CreatedAt)}
+				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exitCode(e), itoa(e.Epoch), when(e.CreatedAt)}
 			})
 		},
 	}
@@ -70,8 +66,8 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 				{"execution", e.ID}, {"work", e.Work}, {"scope", e.Scope}, {"binding", e.Binding}, {"executor", e.Executor},
 				{"generation", itoa(e.Generation)}, {"epoch", itoa(e.Epoch)}, {"state", e.State}, {"result", or(e.Result, "-")},
 			}
-			if e.State == "finished" {
-				rows = append(rows, []string{"exit code", itoa(int64(e.ExitCode))})
+			if e.State == "finished" || e.ExitCode != nil {
+				rows = append(rows, []string{"exit code", exitCode(*e)})
 			}
 			if e.Message != "" {
 				rows = append(rows, []string{"message", e.Message})
@@ -81,6 +77,16 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 			return printLines(s.Out, rows)
 		},
 	}
+}
+
+// exitCode shows the exit code the daemon observed, or "-" when it
+// observed none (a stop it confirmed on its own, a lost segment, an
+// executor error, an attempt that never started).
+func exitCode(e client.Execution) string {
+	if e.ExitCode == nil {
+		return "-"
+	}
+	return itoa(int64(*e.ExitCode))
 }
 
 // newExecutionCmd is `open-conduit execution cancel ID`.

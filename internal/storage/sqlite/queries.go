@@ -394,8 +394,13 @@ const execCols = `id, work, scope, binding, executor, generation, epoch, owner, 
 func scanExecution(r scanner) (storage.Execution, error) {
 	var e storage.Execution
 	var lease, deadline, created, updated int64
+	var exit sql.NullInt64
 	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
-		&e.State, &e.InputWatermark, &e.Result, &e.Message, &e.ExitCode, &e.Revision, &created, &updated)
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.Revision, &created, &updated)
+	if exit.Valid {
+		code := int(exit.Int64)
+		e.ExitCode = &code
+	}
 	e.LeaseExpiresAt, e.Deadline = fromTS(lease), fromTS(deadline)
 	e.CreatedAt, e.UpdatedAt = fromTS(created), fromTS(updated)
 	return e, err

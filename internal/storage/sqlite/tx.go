@@ -244,7 +244,9 @@ func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (s
 	if state == "" {
 		state = storage.ExecutionRunning
 	}
-	set := []string{"epoch = epoch + 1", "owner = ?", "lease_expires_at = ?", "state = ?", "revision = revision + 1", "updated_at = ?"}
+	// A new epoch is a segment whose end nobody has observed yet: a parked
+	// execution's exit code was its previous segment's.
+	set := []string{"epoch = epoch + 1", "owner = ?", "lease_expires_at = ?", "state = ?", "exit_code = NULL", "revision = revision + 1", "updated_at = ?"}
 	args := []any{p.Owner, ts(p.LeaseExpiresAt), string(state), ts(p.Now)}
 	if p.Deadline != nil {
 		set, args = append(set, "deadline = ?"), append(args, ts(*p.Deadline))
