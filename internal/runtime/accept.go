@@ -317,20 +317,26 @@ func (r *Runtime) AcceptDerivedInTx(ctx context.Context, tx storage.Tx, ev stora
 	}
 	now := r.clock.Now()
 	pin, err := tx.GetCausalRoot(ctx, ev.Root)
+	pinned := err == nil
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		l := limits.orDefault()
 		pin = storage.CausalRoot{Root: ev.Root, MaxDepth: l.MaxDepth, PerMinute: l.PerMinute, WindowStart: now, PinnedAt: now}
-		if err := tx.InsertCausalRoot(ctx, &pin); err != nil {
-			return storage.Event{}, err
-		}
 	case err != nil:
 		return storage.Event{}, err
 	}
+	// Refuse before writing anything, so that a caller that goes on after
+	// a refusal (the router turns a refused start into a drop) leaves no
+	// pin behind that would fix the root's limits for good.
 	if ev.Depth > pin.MaxDepth {
 		return storage.Event{}, refuse(extension.ErrInvalid, ErrCausalDepthExceeded.Code,
 			"this event would be %d steps from its root %s; the chain's limit is %d (causal_max_depth), so it is refused to stop a loop",
 			ev.Depth, ev.Root, pin.MaxDepth)
+	}
+	if !pinned {
+		if err := tx.InsertCausalRoot(ctx, &pin); err != nil {
+			return storage.Event{}, err
+		}
 	}
 	start, count := pin.WindowStart, pin.WindowCount
 	if now.Sub(start) >= time.Minute || now.Before(start) {

@@ -229,3 +229,41 @@ func TestCausalRatePerMinute(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedFirstDerivationPinsNothing: an emission refused for depth at
+// its root's first derivation writes nothing, even when the caller goes on
+// and commits (as the router does when it turns a refused start into a
+// drop), so the root's limits are not fixed by a refused emission.
+func TestRefusedFirstDerivationPinsNothing(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	root, err := b.accept(t, storage.Event{Type: "a.b", Source: "x", Scope: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two steps of plain causation: depth 2, no pin yet.
+	parent := root
+	for i := 0; i < 2; i++ {
+		if parent, err = b.accept(t, storage.Event{Type: "a.b", Source: "x", Scope: "s1", Parent: parent.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = b.store.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := b.rt.AcceptDerivedInTx(ctx, tx, storage.Event{Type: "agent.ping", Source: runtime.SourceExecution, Scope: "s1", Parent: parent.ID}, runtime.CausalLimits{MaxDepth: 2, PerMinute: 5})
+		mustCode(t, err, "causal_depth_exceeded")
+		return nil // commit whatever the refusal left behind
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin, err := b.store.GetCausalRoot(ctx, root.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a refused first derivation pinned the root: %+v, %v", pin, err)
+	}
+	// The root's first accepted derivation still pins the limits it is given.
+	if _, err := b.derive(t, storage.Event{Type: "agent.ping", Source: runtime.SourceExecution, Scope: "s1", Parent: root.ID}, runtime.CausalLimits{MaxDepth: 4, PerMinute: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if pin, err := b.store.GetCausalRoot(ctx, root.ID); err != nil || pin.MaxDepth != 4 {
+		t.Fatalf("pin after an accepted derivation = %+v, %v", pin, err)
+	}
+}

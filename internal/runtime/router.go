@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -305,14 +304,13 @@ func (r *Runtime) Route(ctx context.Context, tx storage.Tx, ev storage.Event) (D
 	}
 	switch d.Effect {
 	case EffectStart:
+		// A refusal of the causal bounds writes nothing (AcceptDerivedInTx
+		// checks before it pins or counts), so the start becomes a drop and
+		// the transaction goes on.
 		causal := r.Causal()
-		err := startDepth(ctx, tx, ev, causal)
-		var created WorkCreated
-		if err == nil {
-			created, err = r.CreateWorkInTx(ctx, tx, NewWork{
-				Scope: ev.Scope, Binding: d.Binding, Keys: keysOf(ev), Cause: ev.ID, Causal: &causal, Input: ev.ID,
-			})
-		}
+		created, err := r.CreateWorkInTx(ctx, tx, NewWork{
+			Scope: ev.Scope, Binding: d.Binding, Keys: keysOf(ev), Cause: ev.ID, Causal: &causal, Input: ev.ID,
+		})
 		if err != nil {
 			if code := CodeOf(err); code == ErrCausalDepthExceeded.Code || code == ErrCausalRateExceeded.Code || code == ErrKeyTaken.Code {
 				d.Effect, d.Detail = EffectDrop, "not started: "+err.Error()
@@ -336,30 +334,6 @@ func (r *Runtime) Route(ctx context.Context, tx storage.Tx, ev storage.Event) (D
 		}
 	}
 	return d, nil
-}
-
-// startDepth refuses, before anything is written, a route start whose
-// core.work.created would lie deeper than its root allows: the depth the
-// root pinned, or, for a root with no pin yet, the depth limits would pin.
-// AcceptDerivedInTx checks the same bound only after pinning an unpinned
-// root, and a refused start must leave nothing behind but its drop (no
-// pin that would fix the root's limits for good). The rate needs no such
-// check: a root's first pin opens an empty window.
-func startDepth(ctx context.Context, rd storage.Reader, ev storage.Event, limits CausalLimits) error {
-	maxDepth := limits.orDefault().MaxDepth
-	pin, err := rd.GetCausalRoot(ctx, ev.Root)
-	switch {
-	case err == nil:
-		maxDepth = pin.MaxDepth
-	case !errors.Is(err, storage.ErrNotFound):
-		return err
-	}
-	if depth := ev.Depth + 1; depth > maxDepth {
-		return refuse(extension.ErrInvalid, ErrCausalDepthExceeded.Code,
-			"the Work it would start would be %d steps from its root %s; the chain's limit is %d (causal_max_depth), so it is refused to stop a loop",
-			depth, ev.Root, maxDepth)
-	}
-	return nil
 }
 
 func keysOf(ev storage.Event) []string {
