@@ -27,7 +27,7 @@ func (rs *Resources) listArtifacts(r *http.Request) (any, error) {
 	}
 	f := artifactFilters{Execution: q.Get("execution"), Work: q.Get("work")}
 	ctx := r.Context()
-	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.Artifact, error) {
+	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Artifact, error) {
 		return rs.store.ListArtifacts(ctx, &storage.ListArtifactsParams{Execution: f.Execution, Work: f.Work, Page: p})
 	}, func(a storage.Artifact) storage.Position { return storage.Position{CreatedAt: a.CreatedAt, ID: a.ID} })
 }

@@ -41,7 +41,7 @@ func (rs *Resources) listExecutions(r *http.Request) (any, error) {
 		states = []storage.ExecutionState{storage.ExecutionState(f.State)}
 	}
 	ctx := r.Context()
-	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.Execution, error) {
+	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Execution, error) {
 		return rs.store.ListExecutions(ctx, &storage.ListExecutionsParams{Work: f.Work, Scope: f.Scope, States: states, Page: p})
 	}, func(e storage.Execution) storage.Position { return storage.Position{CreatedAt: e.CreatedAt, ID: e.ID} })
 }

@@ -466,9 +466,7 @@ func (s *Server) handleListOperators(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	// pageByCreated reads only the cursor codec of the Resources it is
-	// given; the server's is the one its own routes' cursors carry.
-	creds, err := pageByCreated(&Resources{cursors: s.cursors}, r, operatorFilters{}, limit, cursor,
+	creds, err := pageByCreated(s.cursors, r, operatorFilters{}, limit, cursor,
 		func(p storage.Page) ([]Credential, error) { return s.ops.store.ListOperators(ctx, p) },
 		func(c Credential) storage.Position { return storage.Position{CreatedAt: c.CreatedAt, ID: c.ID} })
 	if err != nil {

@@ -193,12 +193,12 @@ func listQuery(r *http.Request, filters ...string) (q url.Values, limit int, cur
 // first page captures the listing's upper bound (its last row now), so
 // rows added while it is paged never shift it; a cursor carries the bound
 // and the last row returned, bound to the endpoint and the filters.
-func pageByCreated[T any](rs *Resources, r *http.Request, filters any, limit int, cursor string,
+func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, cursor string,
 	fetch func(p storage.Page) ([]T, error), pos func(T) storage.Position) (Page[T], error) {
 	var bound posKey
 	var after *storage.Position
 	if cursor != "" {
-		ks, err := DecodeCursor[posKey](rs.cursors, r, filters, cursor)
+		ks, err := DecodeCursor[posKey](c, r, filters, cursor)
 		if err != nil {
 			return Page[T]{}, err
 		}
@@ -223,7 +223,7 @@ func pageByCreated[T any](rs *Resources, r *http.Request, filters any, limit int
 	}
 	if len(rows) > limit {
 		page.Items = rows[:limit]
-		page.NextCursor, err = EncodeCursor(rs.cursors, r, filters, Keyset[posKey]{Bound: bound, After: keyOf(pos(rows[limit-1]))})
+		page.NextCursor, err = EncodeCursor(c, r, filters, Keyset[posKey]{Bound: bound, After: keyOf(pos(rows[limit-1]))})
 		if err != nil {
 			return Page[T]{}, err
 		}

@@ -26,7 +26,7 @@ func (rs *Resources) listToolbeltCalls(r *http.Request) (any, error) {
 		return nil, Errorf(CodeInvalidRequest, "kind must be %s or %s", storage.ToolbeltCalled, storage.ToolbeltRejected)
 	}
 	ctx := r.Context()
-	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.ToolbeltCall, error) {
+	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.ToolbeltCall, error) {
 		return rs.store.ListToolbeltCalls(ctx, &storage.ListToolbeltCallsParams{Execution: f.Execution, Kind: f.Kind, Result: f.Result, Page: p})
 	}, func(c storage.ToolbeltCall) storage.Position { return storage.Position{CreatedAt: c.At, ID: c.ID} })
 }

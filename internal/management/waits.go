@@ -36,7 +36,7 @@ func (rs *Resources) listWaits(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.Wait, error) {
+	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Wait, error) {
 		return rs.store.ListWaits(ctx, &storage.ListWaitsParams{Work: f.Work, Scope: f.Scope, State: storage.WaitState(f.State), Page: p})
 	}, func(w storage.Wait) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
 }

@@ -38,7 +38,7 @@ func (rs *Resources) listWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	return pageByCreated(rs, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
+	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
 		return rs.store.ListWork(ctx, &storage.ListWorkParams{Scope: f.Scope, State: storage.WorkState(f.State), Parent: f.Parent, Page: p})
 	}, func(w storage.Work) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
 }
