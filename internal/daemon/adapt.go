@@ -7,8 +7,9 @@ import (
 	"sort"
 
 	"github.com/open-conduit/open-conduit/internal/config"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // This file adapts configuration snapshots into the small types the
@@ -17,16 +18,16 @@ import (
 
 // routesOf is the runtime's route provider over the active snapshot: an
 // inactive (disabled or removed) scope routes nothing.
-func routesOf(cfg configSource) runtime.RouteProvider {
-	return runtime.RouteFunc(func(_ context.Context, scope string) ([]runtime.Route, error) {
+func routesOf(cfg configSource) kernel.RouteProvider {
+	return kernel.RouteFunc(func(_ context.Context, scope string) ([]kernel.Route, error) {
 		sc, ok := cfg.Active().Scope(scope)
 		if !ok || !sc.Active {
 			return nil, nil
 		}
-		out := make([]runtime.Route, 0, len(sc.Routes))
+		out := make([]kernel.Route, 0, len(sc.Routes))
 		for _, r := range sc.Routes {
-			out = append(out, runtime.Route{
-				ID: r.ID, MatchType: r.Match.Type, MatchSource: r.Match.Source, Binding: r.Binding, Effect: runtime.Effect(r.Effect),
+			out = append(out, kernel.Route{
+				ID: r.ID, MatchType: r.Match.Type, MatchSource: r.Match.Source, Binding: r.Binding, Effect: kernel.Effect(r.Effect),
 			})
 		}
 		return out, nil
@@ -34,8 +35,8 @@ func routesOf(cfg configSource) runtime.RouteProvider {
 }
 
 // causalOf turns the configured limits into the runtime's causal limits.
-func causalOf(l config.Limits) runtime.CausalLimits {
-	return runtime.CausalLimits{MaxDepth: l.CausalMaxDepth, PerMinute: l.CausalPerMinute}
+func causalOf(l config.Limits) kernel.CausalLimits {
+	return kernel.CausalLimits{MaxDepth: l.CausalMaxDepth, PerMinute: l.CausalPerMinute}
 }
 
 // schedulerLimits turns the configured limits into the scheduler's.
@@ -75,17 +76,17 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 
 // bindingAuthority is the toolbelt's view of what a binding of a pinned
 // generation grants.
-func bindingAuthority(cfg configSource) func(generation int64, scope, binding string) (runtime.BindingAuthority, bool) {
-	return func(generation int64, scope, binding string) (runtime.BindingAuthority, bool) {
+func bindingAuthority(cfg configSource) func(generation int64, scope, binding string) (toolbelt.BindingAuthority, bool) {
+	return func(generation int64, scope, binding string) (toolbelt.BindingAuthority, bool) {
 		snap, err := snapshotAt(context.Background(), cfg, generation)
 		if err != nil {
-			return runtime.BindingAuthority{}, false
+			return toolbelt.BindingAuthority{}, false
 		}
 		b, ok := snap.Binding(scope, binding)
 		if !ok {
-			return runtime.BindingAuthority{}, false
+			return toolbelt.BindingAuthority{}, false
 		}
-		return runtime.BindingAuthority{Operations: b.Operations, Grants: b.Grants}, true
+		return toolbelt.BindingAuthority{Operations: b.Operations, Grants: b.Grants}, true
 	}
 }
 

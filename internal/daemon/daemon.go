@@ -21,12 +21,13 @@ import (
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/runs"
-	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // Names inside the state directory (see the package documentation).
@@ -118,9 +119,9 @@ type Daemon struct {
 	lock  *management.Lock
 	store storage.Store
 	cfg   configSource
-	rt    *runtime.Runtime
-	ctl   *runtime.Control
-	tb    *runtime.Toolbelt
+	rt    *kernel.Runtime
+	ctl   *kernel.Control
+	tb    *toolbelt.Toolbelt
 	dirs  *runs.Dirs
 	sched *scheduler.Scheduler
 	srv   *management.Server
@@ -296,17 +297,16 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.log.Info("configuration active", "generation", active.Generation, "hash", active.Hash)
 	limits := active.Limits()
 
-	if d.rt, err = runtime.New(runtime.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
+	if d.rt, err = kernel.New(kernel.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
 		return err
 	}
-	actions := runtime.NewActions()
-	d.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: d.rt, Store: d.store, Causal: causalOf(limits), Actions: actions})
-	d.tb, err = runtime.NewToolbelt(runtime.ToolbeltOptions{
+	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store})
+	actions := toolbelt.NewActions(d.ctl)
+	d.tb, err = toolbelt.New(toolbelt.Options{
 		Runtime: d.rt, Store: d.store, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
-		Causal:        causalOf(limits),
 		Logger:        d.log.With("component", "toolbelt"),
 	})
 	if err != nil {
@@ -338,7 +338,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	actionRoutes, err := management.NewActions(management.ActionsOptions{Control: d.ctl, Config: svc})
+	actionRoutes, err := management.NewActions(management.ActionsOptions{Control: actions, Config: svc})
 	if err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Logger:          d.log.With("component", "management"),
 		Routes:          append(resources.Routes(), actionRoutes.Routes()...),
 		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
-			return runtime.WithActor(ctx, p.Actor())
+			return kernel.WithActor(ctx, p.Actor())
 		},
 	})
 	if err != nil {
@@ -422,15 +422,12 @@ func (d *Daemon) build(ctx context.Context) error {
 }
 
 // setLimits hands a new generation's limits to every part that applies
-// them, each at its next decision: the causal limits to the runtime (route
-// starts), the controls (operator emissions) and the toolbelt (emissions,
-// create_work), for roots not pinned yet; max_running, lease and
+// them, each at its next decision: the causal limits to the kernel, which
+// route starts, operator emissions and the toolbelt's emissions and
+// create_work all read, for roots not pinned yet; max_running, lease and
 // attempt_timeout to the scheduler. Then the loop re-paces lease renewal.
 func (d *Daemon) setLimits(l config.Limits) {
-	causal := causalOf(l)
-	d.rt.SetCausal(causal)
-	d.ctl.SetCausal(causal)
-	d.tb.SetCausal(causal)
+	d.rt.SetCausal(causalOf(l))
 	d.sched.SetLimits(schedulerLimits(l))
 	select {
 	case d.limitsApplied <- struct{}{}:

@@ -18,9 +18,9 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/runs"
-	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -28,7 +28,7 @@ import (
 // becoming ready); it only turns a hang into a failure.
 const guard = 30 * time.Second
 
-var operator = runtime.WithActor(context.Background(), "operator:local")
+var operator = kernel.WithActor(context.Background(), "operator:local")
 
 // syncBuffer collects log lines from several goroutines.
 type syncBuffer struct {
@@ -131,7 +131,7 @@ func (r *running) stop() {
 // does, and wakes the loop.
 func (r *running) create(scope, binding string) storage.Work {
 	r.t.Helper()
-	res, err := r.d.ctl.CreateWork(operator, runtime.CreateWorkRequest{Scope: scope, Binding: binding})
+	res, err := r.d.ctl.CreateWork(operator, kernel.CreateWorkRequest{Scope: scope, Binding: binding})
 	if err != nil {
 		r.t.Fatal(err)
 	}

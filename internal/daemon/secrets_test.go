@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/config"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -110,7 +110,7 @@ func TestUnresolvableSecretHoldsTheWork(t *testing.T) {
 	r := start(t, state)
 	w := r.create("t", "job")
 	w = r.until(w.ID, "held", func(w storage.Work) bool { return w.Held() })
-	if w.BlockedReason != runtime.HoldSecretUnavailable || !strings.Contains(w.BlockedDetail, "deploy") {
+	if w.BlockedReason != kernel.HoldSecretUnavailable || !strings.Contains(w.BlockedDetail, "deploy") {
 		t.Fatalf("Work held %q: %q, want secret_unavailable naming deploy", w.BlockedReason, w.BlockedDetail)
 	}
 	for what, text := range map[string]string{"hold detail": w.BlockedDetail, "logs": r.logs.String()} {

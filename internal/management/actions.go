@@ -9,21 +9,21 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // The action routes: the operator actions extensions register, listed and
 // run. An action is operator-side only; the toolbelt never serves one.
 
-// ActionControls list and run the operator actions; *runtime.Control
+// ActionControls list and run the operator actions; *toolbelt.Actions
 // implements them.
 type ActionControls interface {
-	Actions() []runtime.ActionInfo
-	Act(ctx context.Context, req runtime.ActRequest) (runtime.ActResult, error)
+	List() []toolbelt.ActionInfo
+	Act(ctx context.Context, req toolbelt.ActRequest) (toolbelt.ActResult, error)
 }
 
-var _ ActionControls = (*runtime.Control)(nil)
+var _ ActionControls = (*toolbelt.Actions)(nil)
 
 // ActionsOptions are what the action routes call and read.
 type ActionsOptions struct {
@@ -63,7 +63,7 @@ func (as *Actions) list(r *http.Request) (any, error) {
 	if err := NoQuery(r); err != nil {
 		return nil, err
 	}
-	return Page[runtime.ActionInfo]{Items: as.control.Actions()}, nil
+	return Page[toolbelt.ActionInfo]{Items: as.control.List()}, nil
 }
 
 // ActRequest is the body of POST /v1/actions/{name}.
@@ -90,7 +90,7 @@ func (as *Actions) act(r *http.Request) (any, error) {
 		return nil, err
 	}
 	name := r.PathValue("name")
-	if !slices.ContainsFunc(as.control.Actions(), func(a runtime.ActionInfo) bool { return a.Name == name }) {
+	if !slices.ContainsFunc(as.control.List(), func(a toolbelt.ActionInfo) bool { return a.Name == name }) {
 		return nil, Errorf(CodeNotFound, "no action %s is registered (open-conduit actions lists them)", clip(name))
 	}
 	if req.Scope == "" {
@@ -109,7 +109,7 @@ func (as *Actions) act(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
-	res, err := as.control.Act(ctx, runtime.ActRequest{Action: name, Scope: req.Scope, Work: req.Work, Input: input, DeliveryID: delivery})
+	res, err := as.control.Act(ctx, toolbelt.ActRequest{Action: name, Scope: req.Scope, Work: req.Work, Input: input, DeliveryID: delivery})
 	if err != nil {
 		return nil, controlErr(err)
 	}

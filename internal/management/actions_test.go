@@ -11,9 +11,10 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // whoami is the test extension's action: it answers with what the host
@@ -58,7 +59,7 @@ func startActionStack(t *testing.T) *actionStack {
 	t.Helper()
 	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
 	who := &whoami{}
-	acts := runtime.NewActions()
+	acts := toolbelt.NewActions(kernel.NewControl(kernel.ControlOptions{Runtime: s.Runtime, Store: s.Store}))
 	err := acts.Register(extension.Registration{Name: "ext", Actions: []extension.Action{
 		{Name: "ext.whoami", Summary: "Say who asked.", Handler: who.handle,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"refuse":{"type":"boolean"}}}`)},
@@ -67,8 +68,7 @@ func startActionStack(t *testing.T) *actionStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := runtime.NewControl(runtime.ControlOptions{Runtime: s.Runtime, Store: s.Store, Actions: acts})
-	as, err := management.NewActions(management.ActionsOptions{Control: ctl, Config: s.Config})
+	as, err := management.NewActions(management.ActionsOptions{Control: acts, Config: s.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func startActionStack(t *testing.T) *actionStack {
 		Idempotency: management.StoreIdempotency(s.Store), Health: s.Config, Clock: s.Clock,
 		Routes: append(s.Resources.Routes(), as.Routes()...),
 		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
-			return runtime.WithActor(ctx, p.Actor())
+			return kernel.WithActor(ctx, p.Actor())
 		},
 	})
 	return &actionStack{Stack: s, h: h, routes: as.Routes(), who: who}

@@ -21,11 +21,11 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-var _ runtime.RouteProvider = (*ConfigService)(nil)
+var _ kernel.RouteProvider = (*ConfigService)(nil)
 
 // Files of the configuration under the state directory.
 const (
@@ -633,9 +633,9 @@ func (s *ConfigService) Snapshot(ctx context.Context, generation int64) (*config
 }
 
 // Routes returns the routes of scope in the active generation, adapted for
-// the runtime's router; the service is a runtime.RouteProvider that follows
+// the runtime's router; the service is a kernel.RouteProvider that follows
 // every apply without being rebuilt. An inactive or unknown scope has none.
-func (s *ConfigService) Routes(_ context.Context, scope string) ([]runtime.Route, error) {
+func (s *ConfigService) Routes(_ context.Context, scope string) ([]kernel.Route, error) {
 	snap := s.Active()
 	if snap == nil {
 		return nil, nil
@@ -644,9 +644,9 @@ func (s *ConfigService) Routes(_ context.Context, scope string) ([]runtime.Route
 	if !ok || !sc.Active {
 		return nil, nil
 	}
-	out := make([]runtime.Route, 0, len(sc.Routes))
+	out := make([]kernel.Route, 0, len(sc.Routes))
 	for _, rt := range sc.Routes {
-		out = append(out, runtime.Route{ID: rt.ID, MatchType: rt.Match.Type, MatchSource: rt.Match.Source, Binding: rt.Binding, Effect: runtime.Effect(rt.Effect)})
+		out = append(out, kernel.Route{ID: rt.ID, MatchType: rt.Match.Type, MatchSource: rt.Match.Source, Binding: rt.Binding, Effect: kernel.Effect(rt.Effect)})
 	}
 	return out, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 )
 
 // Code is a stable error code of the API's envelope.
@@ -178,8 +178,8 @@ var runtimeCodes = map[string]struct {
 	code Code
 	msg  string // when the runtime gave none
 }{
-	runtime.ErrCausalDepthExceeded.Code: {CodeCausalDepthExceeded, "this event chain is as deep as the configuration allows (limits.causal_max_depth); start a new root instead of deriving from this one"},
-	runtime.ErrCausalRateExceeded.Code:  {CodeCausalRateExceeded, "this event chain emitted as many events this minute as the configuration allows (limits.causal_per_minute); slow down"},
+	kernel.ErrCausalDepthExceeded.Code: {CodeCausalDepthExceeded, "this event chain is as deep as the configuration allows (limits.causal_max_depth); start a new root instead of deriving from this one"},
+	kernel.ErrCausalRateExceeded.Code:  {CodeCausalRateExceeded, "this event chain emitted as many events this minute as the configuration allows (limits.causal_per_minute); slow down"},
 }
 
 // runtimeErr gives a runtime refusal the API's code for its kind (or its
@@ -187,7 +187,7 @@ var runtimeCodes = map[string]struct {
 // bare, refusals of authority keep only their sentinel's generic message:
 // the toolbelt tells a caller whose token failed a check nothing more.
 func runtimeErr(err error, bare bool) error {
-	var re *runtime.Error
+	var re *kernel.Error
 	if !errors.As(err, &re) {
 		return err
 	}

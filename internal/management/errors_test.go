@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 )
 
 func TestClassify(t *testing.T) {
@@ -37,8 +37,8 @@ func TestClassify(t *testing.T) {
 		{ErrCursorExpired, 422, "cursor_expired"},
 		{ErrIdempotencyKeyRequired, 400, "idempotency_key_required"},
 		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
-		{runtimeErr(fmt.Errorf("emit: %w", runtime.ErrCausalDepthExceeded), false), 422, "causal_depth_exceeded"},
-		{runtimeErr(runtime.ErrCausalRateExceeded, true), 429, "causal_rate_exceeded"},
+		{runtimeErr(fmt.Errorf("emit: %w", kernel.ErrCausalDepthExceeded), false), 422, "causal_depth_exceeded"},
+		{runtimeErr(kernel.ErrCausalRateExceeded, true), 429, "causal_rate_exceeded"},
 		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
 		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
 		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},
@@ -71,7 +71,7 @@ func TestClassify(t *testing.T) {
 // sentinel's generic message, never the runtime's precise reason), while an
 // operator control names it; both keep a shape refusal's message.
 func TestRuntimeErr(t *testing.T) {
-	stale := &runtime.Error{Code: runtime.ErrStaleEpoch.Code, Kind: runtime.ErrStaleEpoch.Kind, Message: "epoch 1 of execution exe_1 is not the live one"}
+	stale := &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: kernel.ErrStaleEpoch.Kind, Message: "epoch 1 of execution exe_1 is not the live one"}
 	for _, bare := range []bool{true, false} {
 		_, code, msg, _ := classify(runtimeErr(stale, bare))
 		if code != "forbidden" {
@@ -81,7 +81,7 @@ func TestRuntimeErr(t *testing.T) {
 			t.Fatalf("bare=%v: message %q", bare, msg)
 		}
 	}
-	bad := &runtime.Error{Code: runtime.ErrInvalidEvent.Code, Kind: runtime.ErrInvalidEvent.Kind, Message: "type must be namespaced"}
+	bad := &kernel.Error{Code: kernel.ErrInvalidEvent.Code, Kind: kernel.ErrInvalidEvent.Kind, Message: "type must be namespaced"}
 	for _, bare := range []bool{true, false} {
 		if _, code, msg, _ := classify(runtimeErr(bad, bare)); code != "invalid_request" || msg != bad.Message {
 			t.Fatalf("bare=%v: %s %q", bare, code, msg)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -125,8 +125,8 @@ type EmitRequest struct {
 
 // EmitResponse is the accepted event and how the router handled it.
 type EmitResponse struct {
-	Event    storage.Event    `json:"event"`
-	Decision runtime.Decision `json:"decision"`
+	Event    storage.Event   `json:"event"`
+	Decision kernel.Decision `json:"decision"`
 	// Existing is true when an earlier request with the same identity
 	// accepted it.
 	Existing bool `json:"existing"`
@@ -170,7 +170,7 @@ func (rs *Resources) emit(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := rs.control.Emit(ctx, runtime.EmitRequest{
+	res, err := rs.control.Emit(ctx, kernel.EmitRequest{
 		Scope: req.Scope, Type: req.Type, Data: data, CorrelationKey: req.CorrelationKey, Parent: req.Parent, DeliveryID: delivery,
 	})
 	if err != nil {

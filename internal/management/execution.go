@@ -9,7 +9,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/runs"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // The routes of an execution's toolbelt socket: nothing else is served
@@ -224,9 +224,9 @@ func toolbeltServing(r *http.Request, tb extension.Toolbelt) (any, error) {
 // so that the management socket recognises an execution token (403
 // wrong_credential_class on every route) and revokes one by id:
 // management.Options{ExecutionTokens: management.ToolbeltTokens(tb)}.
-func ToolbeltTokens(tb *runtime.Toolbelt) ExecutionTokens { return toolbeltTokens{tb} }
+func ToolbeltTokens(tb *toolbelt.Toolbelt) ExecutionTokens { return toolbeltTokens{tb} }
 
-type toolbeltTokens struct{ tb *runtime.Toolbelt }
+type toolbeltTokens struct{ tb *toolbelt.Toolbelt }
 
 func (t toolbeltTokens) ByDigest(ctx context.Context, d Digest) (ExecutionToken, error) {
 	tok, err := t.tb.TokenByDigest(ctx, d)

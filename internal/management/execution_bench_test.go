@@ -6,12 +6,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/runs"
-	"github.com/open-conduit/open-conduit/internal/runtime"
-	"github.com/open-conduit/open-conduit/internal/runtime/toolbelttest"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
+	"github.com/open-conduit/open-conduit/osclient"
 )
 
 // socketBench serves n executions, each on its own socket, and returns an
@@ -19,9 +20,8 @@ import (
 func socketBench(b *testing.B, n int) []*osclient.Client {
 	b.Helper()
 	h := toolbelttest.Harness{Name: "bench", New: func(env *toolbelttest.Env) (toolbelttest.Toolbelt, error) {
-		o := env.Options()
-		o.Causal = runtime.CausalLimits{MaxDepth: 8, PerMinute: 1 << 30}
-		return runtime.NewToolbelt(o)
+		env.Runtime.SetCausal(kernel.CausalLimits{MaxDepth: 8, PerMinute: 1 << 30})
+		return toolbelt.New(env.Options())
 	}}
 	f, err := toolbelttest.NewFixture(b.TempDir(), h, false)
 	if err != nil {

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/runs"
-	"github.com/open-conduit/open-conduit/internal/runtime"
-	"github.com/open-conduit/open-conduit/internal/runtime/toolbelttest"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
+	"github.com/open-conduit/open-conduit/osclient"
 )
 
 // execBundle is a management server and a real toolbelt on SQLite, with
@@ -25,7 +25,7 @@ import (
 type execBundle struct {
 	h    *mgmttest.Harness
 	f    *toolbelttest.Fixture
-	tb   *runtime.Toolbelt
+	tb   *toolbelt.Toolbelt
 	a, b *toolbelttest.Attempt
 	epA  runs.Endpoint
 	epB  runs.Endpoint
@@ -38,7 +38,7 @@ func setupExecution(t *testing.T) *execBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	tb := f.TB.(*runtime.Toolbelt)
+	tb := f.TB.(*toolbelt.Toolbelt)
 	err = f.Register(extension.Registration{Name: "acme", Operations: []extension.Operation{{
 		Name: "acme.echo", Summary: "Echo.", Capabilities: []string{"git.credential"},
 		Handler: func(_ context.Context, _ extension.Authority, in json.RawMessage) (json.RawMessage, error) {

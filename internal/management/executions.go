@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -66,7 +66,7 @@ func (rs *Resources) getExecution(r *http.Request) (any, error) {
 // (operator_cancelled) until a manual retry; the host stops the process.
 func (rs *Resources) cancelExecution(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
-	return rs.runControl(r, "execution.cancel", func(req runtime.ControlRequest) (runtime.ControlResult, error) {
+	return rs.runControl(r, "execution.cancel", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.CancelExecution(ctx, req)
 	})
 }

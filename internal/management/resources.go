@@ -16,23 +16,23 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // Controls are the operator controls the resource routes call;
-// *runtime.Control implements them.
+// *kernel.Control implements them.
 type Controls interface {
-	Emit(ctx context.Context, req runtime.EmitRequest) (runtime.EmitResult, error)
-	CreateWork(ctx context.Context, req runtime.CreateWorkRequest) (runtime.CreateWorkResult, error)
-	CancelWork(ctx context.Context, req runtime.ControlRequest) (runtime.ControlResult, error)
-	CancelExecution(ctx context.Context, req runtime.ControlRequest) (runtime.ControlResult, error)
-	Retry(ctx context.Context, req runtime.ControlRequest) (runtime.ControlResult, error)
-	Wake(ctx context.Context, req runtime.WakeRequest) (runtime.WakeResult, error)
-	Trace(ctx context.Context, ev storage.Event) (runtime.Decision, error)
+	Emit(ctx context.Context, req kernel.EmitRequest) (kernel.EmitResult, error)
+	CreateWork(ctx context.Context, req kernel.CreateWorkRequest) (kernel.CreateWorkResult, error)
+	CancelWork(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
+	CancelExecution(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
+	Retry(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
+	Wake(ctx context.Context, req kernel.WakeRequest) (kernel.WakeResult, error)
+	Trace(ctx context.Context, ev storage.Event) (kernel.Decision, error)
 }
 
-var _ Controls = (*runtime.Control)(nil)
+var _ Controls = (*kernel.Control)(nil)
 
 // ArtifactStore opens an artifact's bytes; *storage.Artifacts implements
 // it.
@@ -135,7 +135,7 @@ func (rs *Resources) Routes() []Route {
 func actorContext(r *http.Request) (context.Context, Principal) {
 	ctx := r.Context()
 	p, _ := PrincipalFrom(ctx)
-	return runtime.WithActor(ctx, p.Actor()), p
+	return kernel.WithActor(ctx, p.Actor()), p
 }
 
 // derived returns a durable identity derived from the request's effective

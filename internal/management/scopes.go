@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/config"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -192,9 +192,9 @@ type TraceRequest struct {
 
 // TraceResponse is how the router would handle the event now.
 type TraceResponse struct {
-	Scope      string           `json:"scope"`
-	Generation int64            `json:"generation"`
-	Decision   runtime.Decision `json:"decision"`
+	Scope      string          `json:"scope"`
+	Generation int64           `json:"generation"`
+	Decision   kernel.Decision `json:"decision"`
 }
 
 // traceRoute answers how the router would handle a hypothetical event in
@@ -219,12 +219,12 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 		key = req.WorkID
 	}
 	ev := storage.Event{Type: req.Type, Source: req.Source, Scope: sc.ID, Work: req.WorkID, CorrelationKey: key, Data: data}
-	if err := runtime.CheckTraceEvent(&ev); err != nil {
+	if err := kernel.CheckTraceEvent(&ev); err != nil {
 		return nil, controlErr(err)
 	}
 	if !knownTraceSource(ev.Source) {
 		return nil, Errorf(CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
-			clip(ev.Source), clip(ev.Type), runtime.SourceManual, runtime.SourceAction)
+			clip(ev.Source), clip(ev.Type), kernel.SourceManual, kernel.SourceAction)
 	}
 	d, err := rs.control.Trace(r.Context(), ev)
 	if err != nil {
@@ -239,7 +239,7 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 // owns; this release has neither, so every other source is unknown and
 // refused rather than explained.
 func knownTraceSource(source string) bool {
-	return source == runtime.SourceManual || source == runtime.SourceAction
+	return source == kernel.SourceManual || source == kernel.SourceAction
 }
 
 // RouteSample is a named sample Event a scope's route handlers offer.

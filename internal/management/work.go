@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -123,9 +123,9 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 			return nil, Errorf(CodeInvalidRequest, "binding %s of scope %s has no grant %s", req.Binding, req.Scope, clip(g))
 		}
 	}
-	var input *runtime.InputSpec
+	var input *kernel.InputSpec
 	if req.Input != nil {
-		input = &runtime.InputSpec{Type: req.Input.Type, Data: json.RawMessage(`{}`)}
+		input = &kernel.InputSpec{Type: req.Input.Type, Data: json.RawMessage(`{}`)}
 		if input.Type == "" {
 			input.Type = DefaultInputType
 		}
@@ -146,7 +146,7 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
-	res, err := rs.control.CreateWork(ctx, runtime.CreateWorkRequest{
+	res, err := rs.control.CreateWork(ctx, kernel.CreateWorkRequest{
 		ID: ids.Derive(ids.Work, time.Time{}, key), Scope: req.Scope, Binding: req.Binding, Keys: keys,
 		Grants: slices.Clone(req.Grants), Input: input,
 	})
@@ -180,7 +180,7 @@ type ControlResponse struct {
 
 const maxReason = 512
 
-func (rs *Resources) runControl(r *http.Request, op string, do func(runtime.ControlRequest) (runtime.ControlResult, error)) (any, error) {
+func (rs *Resources) runControl(r *http.Request, op string, do func(kernel.ControlRequest) (kernel.ControlResult, error)) (any, error) {
 	var body ControlBody
 	if err := DecodeBody(r, &body); err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (rs *Resources) runControl(r *http.Request, op string, do func(runtime.Cont
 	if err != nil {
 		return nil, err
 	}
-	res, err := do(runtime.ControlRequest{Target: id, Reason: body.Reason, DeliveryID: delivery})
+	res, err := do(kernel.ControlRequest{Target: id, Reason: body.Reason, DeliveryID: delivery})
 	if err != nil {
 		return nil, controlErr(err)
 	}
@@ -207,14 +207,14 @@ func (rs *Resources) runControl(r *http.Request, op string, do func(runtime.Cont
 
 func (rs *Resources) cancelWork(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
-	return rs.runControl(r, "work.cancel", func(req runtime.ControlRequest) (runtime.ControlResult, error) {
+	return rs.runControl(r, "work.cancel", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.CancelWork(ctx, req)
 	})
 }
 
 func (rs *Resources) retryWork(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
-	return rs.runControl(r, "work.retry", func(req runtime.ControlRequest) (runtime.ControlResult, error) {
+	return rs.runControl(r, "work.retry", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.Retry(ctx, req)
 	})
 }
@@ -228,8 +228,8 @@ type WakeBody struct {
 
 // WakeResponse says what a wake did.
 type WakeResponse struct {
-	Event    storage.Event    `json:"event"`
-	Decision runtime.Decision `json:"decision"`
+	Event    storage.Event   `json:"event"`
+	Decision kernel.Decision `json:"decision"`
 	// Matched is true when the event satisfied a Wait.
 	Matched bool `json:"matched"`
 }
@@ -253,7 +253,7 @@ func (rs *Resources) wakeWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := rs.control.Wake(ctx, runtime.WakeRequest{Scope: w.Scope, Key: w.ID, Type: body.Type, Data: data, DeliveryID: delivery})
+	res, err := rs.control.Wake(ctx, kernel.WakeRequest{Scope: w.Scope, Key: w.ID, Type: body.Type, Data: data, DeliveryID: delivery})
 	if err != nil {
 		return nil, controlErr(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 )
 
@@ -51,7 +51,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	works := make([]string, 0, 1024)
 	for b.Loop() {
 		b.StopTimer()
-		res, err := h.ctl.CreateWork(operator, runtime.CreateWorkRequest{Scope: "s1", Binding: "bi"})
+		res, err := h.ctl.CreateWork(operator, kernel.CreateWorkRequest{Scope: "s1", Binding: "bi"})
 		if err != nil {
 			b.Fatal(err)
 		}

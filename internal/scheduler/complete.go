@@ -9,7 +9,7 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -21,7 +21,7 @@ const (
 
 // Complete applies what the trusted host observed of a segment: its
 // result, at epoch, of an execution this daemon holds. It is refused with
-// runtime.ErrStaleEpoch for anything but the current live epoch held by
+// kernel.ErrStaleEpoch for anything but the current live epoch held by
 // this owner (the check is the storage fence itself, so a superseded
 // attempt can never act). In one transaction it records the artifacts and
 // then:
@@ -65,7 +65,7 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
 		cur, err := tx.GetExecution(ctx, executionID)
 		if errors.Is(err, storage.ErrNotFound) {
-			return runtime.ErrExecutionNotFound
+			return kernel.ErrExecutionNotFound
 		}
 		if err != nil {
 			return err
@@ -85,7 +85,7 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 			ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: s.now(),
 		})
 		if errors.Is(err, storage.ErrFenced) {
-			return &runtime.Error{Code: runtime.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
+			return &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
 				Message: fmt.Sprintf("epoch %d of execution %s is not the live one; its result is not applied", epoch, executionID)}
 		}
 		if err != nil {
@@ -167,9 +167,9 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	var d runtime.Declaration
+	var d kernel.Declaration
 	if hasDecl {
-		if d, err = runtime.ParseDeclaration(decl); err != nil {
+		if d, err = kernel.ParseDeclaration(decl); err != nil {
 			return err
 		}
 	}
@@ -209,7 +209,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 		if err != nil {
 			return err
 		}
-		if _, err := s.rt.RegisterWaitInTx(ctx, tx, runtime.RegisterWait{
+		if _, err := s.rt.RegisterWaitInTx(ctx, tx, kernel.RegisterWait{
 			Work: exe.Work, Execution: exe.ID, Epoch: exe.Epoch, Spec: *d.Wait, DefaultWatermark: mark0, DeclaredAt: decl.DeclaredAt,
 		}); err != nil {
 			return err
@@ -224,7 +224,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 		if err := s.finishExecution(ctx, tx, exe, r, res, exit); err != nil {
 			return err
 		}
-		if _, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: d.Outcome.Outcome, Message: res.Message, Data: d.Outcome.Data}); err != nil {
+		if _, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: d.Outcome.Outcome, Message: res.Message, Data: d.Outcome.Data}); err != nil {
 			return err
 		}
 		return mark(DeclarationApplied)
@@ -248,13 +248,13 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 			_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, FromStates: []storage.WorkState{storage.WorkRunning}, State: &ready, Now: s.now()})
 			return err
 		}
-		_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkSucceeded, Message: res.Message})
+		_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkSucceeded, Message: res.Message})
 		return err
 	case executor.Cancelled:
 		if err := s.finishExecution(ctx, tx, exe, storage.ResultCancelled, res, exit); err != nil {
 			return err
 		}
-		_, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkCancelled, Message: res.Message})
+		_, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkCancelled, Message: res.Message})
 		return err
 	case executor.Suspended:
 		res.Message = "the segment suspended without a declared wait"
@@ -265,7 +265,7 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	if err := s.finishExecution(ctx, tx, exe, storage.ResultFailed, res, exit); err != nil {
 		return err
 	}
-	_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, runtime.Finish{State: storage.WorkFailed, Message: res.Message})
+	_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkFailed, Message: res.Message})
 	return err
 }
 
@@ -306,13 +306,13 @@ func (s *Scheduler) inputSeq(ctx context.Context, tx storage.Tx, exe storage.Exe
 }
 
 // Declare records a segment's declaration under the fence; it is
-// runtime.Runtime.Declare (the toolbelt, which lives in the runtime package,
+// kernel.Runtime.Declare (the toolbelt, which lives in the runtime package,
 // calls that directly).
-func (s *Scheduler) Declare(ctx context.Context, tx storage.Tx, executionID string, epoch int64, d runtime.Declaration) error {
+func (s *Scheduler) Declare(ctx context.Context, tx storage.Tx, executionID string, epoch int64, d kernel.Declaration) error {
 	return s.rt.Declare(ctx, tx, executionID, epoch, d)
 }
 
-// LeaseGuard is runtime.Runtime.LeaseGuard.
+// LeaseGuard is kernel.Runtime.LeaseGuard.
 func (s *Scheduler) LeaseGuard(ctx context.Context, tx storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
 	return s.rt.LeaseGuard(ctx, tx, executionID, epoch, owner)
 }

@@ -19,11 +19,12 @@ import (
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/scheduler/schedulertest"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // TestMain doubles as the shell executor's supervisor: the shell tests'
@@ -45,17 +46,17 @@ func TestMain(m *testing.M) {
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-var operator = runtime.WithActor(context.Background(), "operator:ann")
+var operator = kernel.WithActor(context.Background(), "operator:ann")
 
 // tokens records the issuer calls and hands out numbered tokens.
 type tokens struct {
 	mu    sync.Mutex
-	calls []runtime.TokenRequest
+	calls []toolbelt.TokenRequest
 	eps   []string
 	fail  bool
 }
 
-func (tk *tokens) Issue(_ context.Context, req runtime.TokenRequest) (string, error) {
+func (tk *tokens) Issue(_ context.Context, req toolbelt.TokenRequest) (string, error) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	if tk.fail {
@@ -72,10 +73,10 @@ func (tk *tokens) endpoints(_ context.Context, executionID, token string) (sched
 	return scheduler.Endpoint{Socket: "/run/" + executionID + "/toolbelt.sock", TokenFile: "/run/" + executionID + "/token/token"}, nil
 }
 
-func (tk *tokens) snapshot() ([]runtime.TokenRequest, []string) {
+func (tk *tokens) snapshot() ([]toolbelt.TokenRequest, []string) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
-	return append([]runtime.TokenRequest(nil), tk.calls...), append([]string(nil), tk.eps...)
+	return append([]toolbelt.TokenRequest(nil), tk.calls...), append([]string(nil), tk.eps...)
 }
 
 // tb is what the harness needs of a test (a *testing.T or a *rapid.T).
@@ -92,13 +93,13 @@ type harness struct {
 	clock   *clock.Fake
 	ids     *ids.Generator
 	store   storage.Store
-	rt      *runtime.Runtime
-	ctl     *runtime.Control
+	rt      *kernel.Runtime
+	ctl     *kernel.Control
 	s       *scheduler.Scheduler
 	plain   *schedulertest.Executor
 	resumer *schedulertest.Executor
 	silent  *schedulertest.Executor
-	routes  runtime.RouteTable
+	routes  kernel.RouteTable
 	tokens  *tokens
 	arts    *storage.Artifacts
 	mod     func(*scheduler.SchedulerOptions)
@@ -123,7 +124,7 @@ func buildHarness(t tb, dir string, mod func(*scheduler.SchedulerOptions), wrap 
 		plain:   schedulertest.New(executor.Info{Name: "plain", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt}}),
 		resumer: schedulertest.New(executor.Info{Name: "resumer", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt, executor.CapResume}}),
 		silent:  schedulertest.New(executor.Info{Name: "silent", Transport: executor.TransportNone}),
-		routes:  runtime.RouteTable{}, tokens: &tokens{}, mod: mod, wrap: wrap, owner: "daemon-1",
+		routes:  kernel.RouteTable{}, tokens: &tokens{}, mod: mod, wrap: wrap, owner: "daemon-1",
 	}
 	h.open()
 	return h
@@ -140,11 +141,11 @@ func (h *harness) open() {
 	if h.wrap != nil {
 		h.store = h.wrap(s)
 	}
-	h.rt, err = runtime.New(runtime.Options{Clock: h.clock, IDs: h.ids, Routes: h.routes})
+	h.rt, err = kernel.New(kernel.Options{Clock: h.clock, IDs: h.ids, Routes: h.routes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.ctl = runtime.NewControl(runtime.ControlOptions{Runtime: h.rt, Store: h.store})
+	h.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: h.rt, Store: h.store})
 	h.arts, err = storage.NewArtifacts(h.store, filepath.Join(h.dir, "artifacts"))
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +230,7 @@ func (h *harness) waitEpoch(executionID string, epoch int64) {
 
 func (h *harness) create(binding string, keys ...string) storage.Work {
 	h.t.Helper()
-	res, err := h.ctl.CreateWork(operator, runtime.CreateWorkRequest{Scope: "s1", Binding: binding, Keys: keys, Grants: []string{"extra"}})
+	res, err := h.ctl.CreateWork(operator, kernel.CreateWorkRequest{Scope: "s1", Binding: binding, Keys: keys, Grants: []string{"extra"}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func (h *harness) execution(id string) storage.Execution {
 	return e
 }
 
-func (h *harness) declare(seg *schedulertest.Segment, d runtime.Declaration) {
+func (h *harness) declare(seg *schedulertest.Segment, d kernel.Declaration) {
 	h.t.Helper()
 	ctx := context.Background()
 	err := h.store.WithTx(ctx, func(tx storage.Tx) error {
@@ -270,7 +271,7 @@ func (h *harness) declare(seg *schedulertest.Segment, d runtime.Declaration) {
 
 func mustCode(t *testing.T, err error, code string) {
 	t.Helper()
-	if got := runtime.CodeOf(err); got != code {
+	if got := kernel.CodeOf(err); got != code {
 		t.Fatalf("error %v has code %q, want %q", err, got, code)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -224,7 +224,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 			continue
 		}
 		if ex == nil {
-			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, runtime.HoldBindingUnavailable, fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
+			errs = append(errs, s.abort(ctx, exe, kindRecover, 0, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q is not available in this daemon to recover execution %s; fix the configuration and retry the Work", exe.Executor, exe.ID)))
 			continue
 		}
 		if exe.State == storage.ExecutionStopping {
@@ -266,7 +266,7 @@ func (s *Scheduler) abandonStop(ctx context.Context, exe storage.Execution) erro
 		}); err != nil {
 			return err
 		}
-		reason := runtime.HoldAttemptLost
+		reason := kernel.HoldAttemptLost
 		detail := fmt.Sprintf("cancelled execution %s could not be stopped: executor %q is not available in this daemon; stop its process by hand, then retry the Work", exe.ID, exe.Executor)
 		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
 		if errors.Is(err, storage.ErrFenced) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/scheduler/schedulertest"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -159,7 +159,7 @@ func TestSetLimitsReachesAResume(t *testing.T) {
 	w := h.create("br")
 	h.tick()
 	seg := h.resumer.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}}})
 	h.finish(seg, executor.Result{Outcome: executor.Suspended})
 	if got := h.execution(seg.Req.ExecutionID); got.State != storage.ExecutionParked {
 		t.Fatalf("not parked: %+v", got)
@@ -167,7 +167,7 @@ func TestSetLimitsReachesAResume(t *testing.T) {
 	h.s.SetLimits(scheduler.Limits{MaxRunning: 4, Lease: 90 * time.Second, AttemptTimeout: 15 * time.Minute})
 	h.clock.Advance(time.Minute)
 	now := t0.Add(time.Minute)
-	if _, err := h.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
+	if _, err := h.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()

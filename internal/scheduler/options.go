@@ -11,8 +11,9 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // Limits bound what one daemon runs. SchedulerOptions.Limits sets them at
@@ -24,7 +25,7 @@ type Limits struct {
 	MaxRunning int
 	// Lease is how long a lease lasts between renewals (default 30s). The
 	// daemon renews it every Lease/3 and stops trusting it
-	// runtime.LeaseMargin before it expires.
+	// kernel.LeaseMargin before it expires.
 	Lease time.Duration
 	// AttemptTimeout bounds one segment: its deadline is set at claim and
 	// resume (default 1h). Executors stop the process when it passes.
@@ -119,7 +120,7 @@ func (e *HoldError) Error() string { return "hold: " + e.Reason + ": " + e.Detai
 // SchedulerOptions configure a Scheduler.
 type SchedulerOptions struct {
 	Store   storage.Store
-	Runtime *runtime.Runtime
+	Runtime *kernel.Runtime
 	// Clock and IDs default to the runtime's.
 	Clock clock.Clock
 	IDs   *ids.Generator
@@ -133,7 +134,7 @@ type SchedulerOptions struct {
 	Bindings  BindingLookup
 	// Toolbelt issues tokens; optional. When set, ToolbeltEndpoints is
 	// required.
-	Toolbelt          runtime.TokenIssuer
+	Toolbelt          toolbelt.TokenIssuer
 	ToolbeltEndpoints ToolbeltEndpoints
 	// ToolbeltDir and PlaybookDir go into every RunRequest's context.
 	ToolbeltDir string

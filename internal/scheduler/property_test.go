@@ -15,7 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/scheduler/schedulertest"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -228,15 +228,15 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			if rapid.Bool().Draw(t, "keyed") {
 				keys = []string{rapid.SampledFrom(m.keys).Draw(t, "key")}
 			}
-			_, err := h.ctl.CreateWork(operator, runtime.CreateWorkRequest{Scope: "s1", Binding: binding, Keys: keys})
-			if err != nil && runtime.CodeOf(err) != "key_taken" {
+			_, err := h.ctl.CreateWork(operator, kernel.CreateWorkRequest{Scope: "s1", Binding: binding, Keys: keys})
+			if err != nil && kernel.CodeOf(err) != "key_taken" {
 				t.Fatal(err)
 			}
 		},
 		"emit": func(t *rapid.T) {
 			typ := rapid.SampledFrom([]string{"in.note", "go.start", "ev.a", "ev.b"}).Draw(t, "type")
 			key := rapid.SampledFrom(append(append([]string{}, m.keys...), m.works...)).Draw(t, "key")
-			if _, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: typ, CorrelationKey: key}); err != nil {
+			if _, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: typ, CorrelationKey: key}); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -275,11 +275,11 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				t.Skip("nothing running")
 			}
 			k := rapid.SampledFrom(live).Draw(t, "segment")
-			var d runtime.Declaration
+			var d kernel.Declaration
 			if rapid.IntRange(0, 3).Draw(t, "kind") == 0 {
-				d.Outcome = &runtime.OutcomeSpec{Outcome: rapid.SampledFrom([]storage.WorkState{storage.WorkSucceeded, storage.WorkFailed}).Draw(t, "outcome")}
+				d.Outcome = &kernel.OutcomeSpec{Outcome: rapid.SampledFrom([]storage.WorkState{storage.WorkSucceeded, storage.WorkFailed}).Draw(t, "outcome")}
 			} else {
-				d.Wait = &runtime.WaitSpec{Types: []string{rapid.SampledFrom([]string{"ev.a", "ev.b"}).Draw(t, "wait type")}}
+				d.Wait = &kernel.WaitSpec{Types: []string{rapid.SampledFrom([]string{"ev.a", "ev.b"}).Draw(t, "wait type")}}
 				if rapid.Bool().Draw(t, "timeout") {
 					d.Wait.Timeout = time.Duration(rapid.IntRange(10, 120).Draw(t, "timeout s")) * time.Second
 				}
@@ -309,7 +309,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 					t.Fatalf("Complete of superseded epoch %d of %s (now %s at %d) was accepted", k.epoch, k.exe, e.State, e.Epoch)
 				}
 				derr := h.store.WithTx(m.ctx, func(tx storage.Tx) error {
-					return h.rt.Declare(m.ctx, tx, k.exe, k.epoch, runtime.Declaration{Outcome: &runtime.OutcomeSpec{Outcome: storage.WorkSucceeded}})
+					return h.rt.Declare(m.ctx, tx, k.exe, k.epoch, kernel.Declaration{Outcome: &kernel.OutcomeSpec{Outcome: storage.WorkSucceeded}})
 				})
 				if derr == nil {
 					t.Fatalf("a declaration of superseded epoch %d of %s was accepted", k.epoch, k.exe)
@@ -327,7 +327,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			if !ok {
 				t.Skip("no Work")
 			}
-			if _, err := h.ctl.CancelWork(operator, runtime.ControlRequest{Target: id}); err != nil && runtime.CodeOf(err) != "work_state" {
+			if _, err := h.ctl.CancelWork(operator, kernel.ControlRequest{Target: id}); err != nil && kernel.CodeOf(err) != "work_state" {
 				t.Fatal(err)
 			}
 		},
@@ -341,7 +341,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			if len(live) == 0 {
 				t.Skip("no live execution")
 			}
-			if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: rapid.SampledFrom(live).Draw(t, "execution")}); err != nil {
+			if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: rapid.SampledFrom(live).Draw(t, "execution")}); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -350,7 +350,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			if !ok {
 				t.Skip("no Work")
 			}
-			if _, err := h.ctl.Retry(operator, runtime.ControlRequest{Target: id}); err != nil && runtime.CodeOf(err) != "work_state" && runtime.CodeOf(err) != "key_taken" {
+			if _, err := h.ctl.Retry(operator, kernel.ControlRequest{Target: id}); err != nil && kernel.CodeOf(err) != "work_state" && kernel.CodeOf(err) != "key_taken" {
 				t.Fatal(err)
 			}
 		},
@@ -360,7 +360,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				t.Skip("no Work")
 			}
 			typ := rapid.SampledFrom([]string{"ev.a", "ev.b"}).Draw(t, "type")
-			if _, err := h.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: id, Type: typ}); err != nil {
+			if _, err := h.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: id, Type: typ}); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -448,9 +448,9 @@ func runProperty(t *testing.T, wrap func(storage.Store) storage.Store) {
 		defer os.RemoveAll(dir)
 		h := buildHarness(rt, dir, func(o *scheduler.SchedulerOptions) { o.Limits.MaxRunning = 3 }, wrap)
 		defer h.close()
-		h.routes["s1"] = []runtime.Route{
-			{ID: "start", MatchType: "go.*", Binding: "b1", Effect: runtime.EffectStart},
-			{ID: "queue", MatchType: "in.*", Effect: runtime.EffectQueue},
+		h.routes["s1"] = []kernel.Route{
+			{ID: "start", MatchType: "go.*", Binding: "b1", Effect: kernel.EffectStart},
+			{ID: "queue", MatchType: "in.*", Effect: kernel.EffectQueue},
 		}
 		m := &model{t: rt, h: h, ctx: context.Background(), keys: []string{"k/1", "k/2", "k/3"},
 			segs: map[handle]*schedulertest.Segment{}, acked: map[string]int64{}, inputs: map[string][]string{}}

@@ -13,8 +13,9 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // Segment kinds: how a segment was started.
@@ -31,7 +32,7 @@ const (
 // whenever Notify fires) and Heartbeat; tests drive it step by step.
 type Scheduler struct {
 	o     SchedulerOptions
-	rt    *runtime.Runtime
+	rt    *kernel.Runtime
 	store storage.Store
 
 	base   context.Context
@@ -230,7 +231,7 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 			if errors.As(gerr, &h) {
 				return false, s.hold(ctx, w.ID, h.Reason, h.Detail)
 			}
-			return false, s.hold(ctx, w.ID, runtime.HoldStartGateFailed, "the start gate failed; retry the Work to ask it again")
+			return false, s.hold(ctx, w.ID, kernel.HoldStartGateFailed, "the start gate failed; retry the Work to ask it again")
 		}
 	}
 	var gen int64
@@ -239,11 +240,11 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 	}
 	b, err := s.o.Bindings(ctx, BindingQuery{Scope: w.Scope, Binding: w.Binding, Generation: gen})
 	if err != nil {
-		return false, s.hold(ctx, w.ID, runtime.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
+		return false, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
 	}
 	ex := s.o.Executors[b.Executor]
 	if ex == nil {
-		return false, s.hold(ctx, w.ID, runtime.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
+		return false, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
 	}
 	resume := hasLive && ex.Info().Has(executor.CapResume)
 
@@ -322,7 +323,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 	}
 	dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return abort(runtime.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
+		return abort(kernel.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
 	}
 	req := executor.RunRequest{
 		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
@@ -330,16 +331,16 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		Context: executor.ExecutionContext{ToolbeltDir: s.o.ToolbeltDir, PlaybookDir: s.o.PlaybookDir},
 	}
 	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
-		token, err := s.o.Toolbelt.Issue(ctx, runtime.TokenRequest{
+		token, err := s.o.Toolbelt.Issue(ctx, toolbelt.TokenRequest{
 			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
 			Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
 		})
 		if err != nil {
-			return abort(runtime.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
+			return abort(kernel.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
 		}
 		ep, err := s.o.ToolbeltEndpoints(ctx, exe.ID, token)
 		if err != nil {
-			return abort(runtime.HoldToolbeltFailed, "toolbelt endpoint unavailable: "+err.Error())
+			return abort(kernel.HoldToolbeltFailed, "toolbelt endpoint unavailable: "+err.Error())
 		}
 		req.Context.Token, req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = token, ep.Socket, ep.TokenFile
 	}
@@ -351,7 +352,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			if errors.As(err, &se) {
 				detail = fmt.Sprintf("secret %s of binding %s could not be resolved (%s); fix it and retry the Work", se.Name, exe.Binding, se.Code)
 			}
-			return abort(runtime.HoldSecretUnavailable, detail)
+			return abort(kernel.HoldSecretUnavailable, detail)
 		}
 		req.Env = env
 	}
@@ -560,7 +561,7 @@ func (s *Scheduler) ApplyResults(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, runtime.ErrStaleEpoch), errors.Is(err, runtime.ErrExecutionState):
+		case errors.Is(err, kernel.ErrStaleEpoch), errors.Is(err, kernel.ErrExecutionState):
 			s.o.Logger.Info("result of a superseded attempt dropped", "execution", r.executionID, "epoch", r.epoch, "error", err)
 		case errors.Is(err, errUnobservedStop):
 			s.o.Logger.Warn("the executor failed to observe a stopping attempt; its stop is confirmed once its process is seen gone", "execution", r.executionID, "epoch", r.epoch, "error", r.err)
@@ -616,12 +617,12 @@ func (s *Scheduler) lost(ctx context.Context, executionID string, epoch int64) e
 			ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, State: &st, Result: &res, Message: &msg, Now: now,
 		})
 		if errors.Is(err, storage.ErrFenced) {
-			return runtime.ErrStaleEpoch
+			return kernel.ErrStaleEpoch
 		}
 		if err != nil {
 			return err
 		}
-		ready, reason := storage.WorkReady, runtime.HoldAttemptLost
+		ready, reason := storage.WorkReady, kernel.HoldAttemptLost
 		detail := "execution " + executionID + " vanished without a status after a restart; check what it did, then retry the Work"
 		_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, State: &ready, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
 		return err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -72,7 +72,7 @@ func TestClaimRunComplete(t *testing.T) {
 	if got.State != storage.WorkSucceeded || got.OutcomeMessage != "exit 0" || exe.State != storage.ExecutionFinished || exe.Result != storage.ResultSucceeded {
 		t.Fatalf("after completion: work %+v, execution %+v", got, exe)
 	}
-	fin, _ := h.store.ListEvents(ctx, &storage.ListEventsParams{Type: runtime.TypeWorkFinished, Work: w.ID})
+	fin, _ := h.store.ListEvents(ctx, &storage.ListEventsParams{Type: kernel.TypeWorkFinished, Work: w.ID})
 	if len(fin) != 1 {
 		t.Fatalf("core.work.finished events: %+v", fin)
 	}
@@ -165,7 +165,7 @@ func TestCompleteRefusesSupersededEpoch(t *testing.T) {
 	if got := h.execution(exeID); got.State != storage.ExecutionRunning || got.Epoch != 2 {
 		t.Fatalf("the stale completion changed the execution: %+v", got)
 	}
-	if err := h.s.Complete(ctx, exeID, 3, executor.Result{Outcome: executor.Failed}); runtime.CodeOf(err) != "stale_epoch" {
+	if err := h.s.Complete(ctx, exeID, 3, executor.Result{Outcome: executor.Failed}); kernel.CodeOf(err) != "stale_epoch" {
 		t.Fatalf("a future epoch: %v", err)
 	}
 	h.finish(rec, executor.Result{Outcome: executor.Succeeded})
@@ -191,7 +191,7 @@ func TestHeartbeatRenewsAndStopsTrustingLateLeases(t *testing.T) {
 	}
 	// Within the margin of expiry the holder no longer renews: it detaches
 	// and recovery takes the attempt over with a new epoch.
-	h.clock.Advance(30*time.Second - runtime.DefaultLeaseMargin + time.Second)
+	h.clock.Advance(30*time.Second - kernel.DefaultLeaseMargin + time.Second)
 	if lost, err := h.s.Heartbeat(ctx); err != nil || lost != 1 {
 		t.Fatalf("late heartbeat: %d lost, %v", lost, err)
 	}
@@ -199,7 +199,7 @@ func TestHeartbeatRenewsAndStopsTrustingLateLeases(t *testing.T) {
 	if tr := h.s.Tracked(); len(tr) != 0 {
 		t.Fatalf("still observing %v", tr)
 	}
-	h.clock.Advance(runtime.DefaultLeaseMargin)
+	h.clock.Advance(kernel.DefaultLeaseMargin)
 	h.tick()
 	if rec := h.plain.Next(t); rec.Kind != "recover" || rec.Req.Epoch != 2 {
 		t.Fatalf("after a lost lease: %s %+v", rec.Kind, rec.Req)
@@ -212,7 +212,7 @@ func TestDeclaredWaitEndsAndRestartsNonResumable(t *testing.T) {
 	w := h.create("b1", "pr/7")
 	h.tick()
 	seg := h.plain.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}, Timeout: time.Hour}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}, Timeout: time.Hour}})
 	h.finish(seg, executor.Result{Outcome: executor.Succeeded})
 	exe := h.execution(seg.Req.ExecutionID)
 	got := h.work(w.ID)
@@ -227,7 +227,7 @@ func TestDeclaredWaitEndsAndRestartsNonResumable(t *testing.T) {
 	if extra := h.plain.TryNext(); extra != nil {
 		t.Fatal("a waiting Work was started")
 	}
-	res, err := h.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: "pr/7", Type: "review.done"})
+	res, err := h.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: "pr/7", Type: "review.done"})
 	if err != nil || !res.Matched {
 		t.Fatalf("wake = %+v, %v", res, err)
 	}
@@ -249,7 +249,7 @@ func TestDeclaredWaitParksAndResumes(t *testing.T) {
 	w := h.create("br")
 	h.tick()
 	seg := h.resumer.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}}})
 	h.finish(seg, executor.Result{Outcome: executor.Suspended, ExitCode: 4})
 	exe := h.execution(seg.Req.ExecutionID)
 	if exe.State != storage.ExecutionParked || h.work(w.ID).State != storage.WorkWaiting || exe.ExitCode == nil || *exe.ExitCode != 4 {
@@ -259,7 +259,7 @@ func TestDeclaredWaitParksAndResumes(t *testing.T) {
 		t.Fatalf("a parked execution holds a lease slot: %d", n)
 	}
 	h.restart("daemon-1")
-	if _, err := h.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
+	if _, err := h.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
@@ -285,13 +285,13 @@ func TestDeclaredWaitBackscansEventsBeforeRegistration(t *testing.T) {
 	w := h.create("br", "pr/8")
 	h.tick()
 	seg := h.resumer.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}}})
 	// The event arrives after the declaration, before the segment ends.
-	em, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: "review.done", CorrelationKey: "pr/8"})
+	em, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: "review.done", CorrelationKey: "pr/8"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if em.Decision.Effect != runtime.EffectUnmatched {
+	if em.Decision.Effect != kernel.EffectUnmatched {
 		t.Fatalf("the event for a running Work: %+v", em.Decision)
 	}
 	h.finish(seg, executor.Result{Outcome: executor.Suspended})
@@ -312,7 +312,7 @@ func TestWaitTimeoutWakesTheWork(t *testing.T) {
 	w := h.create("br")
 	h.tick()
 	seg := h.resumer.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"never.comes"}, Timeout: 10 * time.Minute}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"never.comes"}, Timeout: 10 * time.Minute}})
 	h.finish(seg, executor.Result{Outcome: executor.Suspended})
 	h.clock.Advance(9 * time.Minute)
 	h.tick()
@@ -328,7 +328,7 @@ func TestWaitTimeoutWakesTheWork(t *testing.T) {
 	}
 	ins, _ := h.store.ListInputs(ctx, &storage.ListInputsParams{Work: w.ID})
 	last, _ := h.store.GetEvent(ctx, ins[len(ins)-1].Event)
-	if last.Type != runtime.TypeWaitTimedOut {
+	if last.Type != kernel.TypeWaitTimedOut {
 		t.Fatalf("last input = %s", last.Type)
 	}
 	if fired, _ := h.s.FireDue(ctx); fired != 0 {
@@ -341,7 +341,7 @@ func TestDeclaredOutcomeReplacesTheExecutors(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	h.declare(seg, runtime.Declaration{Outcome: &runtime.OutcomeSpec{Outcome: storage.WorkFailed, Message: "tests are red", Data: []byte(`{"failed":3}`)}})
+	h.declare(seg, kernel.Declaration{Outcome: &kernel.OutcomeSpec{Outcome: storage.WorkFailed, Message: "tests are red", Data: []byte(`{"failed":3}`)}})
 	h.finish(seg, executor.Result{Outcome: executor.Succeeded, Message: "exit 0"})
 	got := h.work(w.ID)
 	if got.State != storage.WorkFailed || got.OutcomeMessage != "tests are red" || string(got.OutcomeData) != `{"failed":3}` {
@@ -358,7 +358,7 @@ func TestUnappliedDeclarationSurvivesRecovery(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}}})
 	// The daemon dies before the segment ends; a new one adopts it.
 	h.restart("daemon-2")
 	h.settle(seg)
@@ -397,7 +397,7 @@ func TestRecoverOfAVanishedSegmentHoldsTheWork(t *testing.T) {
 	h.tick()
 	exe := h.execution(seg.Req.ExecutionID)
 	got := h.work(w.ID)
-	if exe.Result != storage.ResultLost || got.BlockedReason != runtime.HoldAttemptLost || got.State != storage.WorkReady {
+	if exe.Result != storage.ResultLost || got.BlockedReason != kernel.HoldAttemptLost || got.State != storage.WorkReady {
 		t.Fatalf("execution %+v, work %+v", exe, got)
 	}
 }
@@ -407,7 +407,7 @@ func TestCancelExecutionStopsAndHolds(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
+	if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick() // stops the fenced attempt
@@ -418,14 +418,14 @@ func TestCancelExecutionStopsAndHolds(t *testing.T) {
 	}
 	exe := h.execution(seg.Req.ExecutionID)
 	got := h.work(w.ID)
-	if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultCancelled || got.BlockedReason != runtime.HoldOperatorCancelled {
+	if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultCancelled || got.BlockedReason != kernel.HoldOperatorCancelled {
 		t.Fatalf("execution %+v, work %+v", exe, got)
 	}
 	h.tick()
 	if extra := h.plain.TryNext(); extra != nil {
 		t.Fatal("a held Work started")
 	}
-	if _, err := h.ctl.Retry(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+	if _, err := h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
@@ -440,7 +440,7 @@ func TestCancelWorkStopsTheAttempt(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	if _, err := h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+	if _, err := h.ctl.CancelWork(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 		t.Fatal(err)
 	}
 	// A heartbeat sees the fence and stops the process.
@@ -462,7 +462,7 @@ func TestAdoptedStoppingAttemptIsStopped(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	if _, err := h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+	if _, err := h.ctl.CancelWork(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 		t.Fatal(err)
 	}
 	h.restart("daemon-2")
@@ -512,9 +512,9 @@ func TestToolbeltSeams(t *testing.T) {
 	h2.create("br")
 	h2.tick()
 	seg := h2.resumer.Next(t)
-	h2.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"x.y"}}})
+	h2.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"x.y"}}})
 	h2.finish(seg, executor.Result{Outcome: executor.Suspended})
-	if _, err := h2.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: seg.Req.WorkID, Type: "x.y"}); err != nil {
+	if _, err := h2.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: seg.Req.WorkID, Type: "x.y"}); err != nil {
 		t.Fatal(err)
 	}
 	h2.tick()
@@ -534,7 +534,7 @@ func TestToolbeltFailureHoldsTheWork(t *testing.T) {
 		t.Fatal("the attempt started without a token")
 	}
 	got := h.work(w.ID)
-	if got.BlockedReason != runtime.HoldToolbeltFailed || got.State != storage.WorkReady || got.InputWatermark != 0 {
+	if got.BlockedReason != kernel.HoldToolbeltFailed || got.State != storage.WorkReady || got.InputWatermark != 0 {
 		t.Fatalf("work = %+v", got)
 	}
 }
@@ -552,7 +552,7 @@ func TestSecretFailureHoldsWithASafeDiagnostic(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	got := h.work(w.ID)
-	if got.BlockedReason != runtime.HoldSecretUnavailable || !strings.Contains(got.BlockedDetail, "api_key") || got.InputWatermark != 0 {
+	if got.BlockedReason != kernel.HoldSecretUnavailable || !strings.Contains(got.BlockedDetail, "api_key") || got.InputWatermark != 0 {
 		t.Fatalf("work = %+v", got)
 	}
 	exes, _ := h.store.ListExecutions(context.Background(), &storage.ListExecutionsParams{Work: w.ID})
@@ -560,7 +560,7 @@ func TestSecretFailureHoldsWithASafeDiagnostic(t *testing.T) {
 		t.Fatalf("executions = %+v", exes)
 	}
 	broken = false
-	if _, err := h.ctl.Retry(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+	if _, err := h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
@@ -591,14 +591,14 @@ func TestStartGate(t *testing.T) {
 	if got := h.work(w.ID); got.BlockedReason != "awaiting_approval" {
 		t.Fatalf("work = %+v", got)
 	}
-	if _, err := h.ctl.Retry(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+	if _, err := h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
 	seg := h.plain.Next(t)
 	// A later attempt does not ask the gate again.
 	h.finish(seg, executor.Result{Outcome: executor.Failed})
-	h.ctl.Retry(operator, runtime.ControlRequest{Target: w.ID})
+	h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID})
 	h.tick()
 	h.plain.Next(t)
 	if asked != 2 {
@@ -608,12 +608,12 @@ func TestStartGate(t *testing.T) {
 
 func TestInputQueuedWhileRunningStartsAnotherAttempt(t *testing.T) {
 	h := newHarness(t, nil)
-	h.routes["s1"] = []runtime.Route{{ID: "q", MatchType: "pr.*", Effect: runtime.EffectQueue}}
+	h.routes["s1"] = []kernel.Route{{ID: "q", MatchType: "pr.*", Effect: kernel.EffectQueue}}
 	w := h.create("b1", "pr/1")
 	h.tick()
 	seg := h.plain.Next(t)
-	em, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: "pr.comment", CorrelationKey: "pr/1"})
-	if err != nil || em.Decision.Effect != runtime.EffectQueue {
+	em, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: "pr.comment", CorrelationKey: "pr/1"})
+	if err != nil || em.Decision.Effect != kernel.EffectQueue {
 		t.Fatalf("emit = %+v, %v", em.Decision, err)
 	}
 	// The same tick applies the result and claims the Work again.
@@ -659,9 +659,9 @@ func TestRecoverOfAStoppingAttemptWithoutItsExecutor(t *testing.T) {
 			seg := h.plain.Next(t)
 			var err error
 			if cancel == "execution" {
-				_, err = h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID})
+				_, err = h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: seg.Req.ExecutionID})
 			} else {
-				_, err = h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID})
+				_, err = h.ctl.CancelWork(operator, kernel.ControlRequest{Target: w.ID})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -680,7 +680,7 @@ func TestRecoverOfAStoppingAttemptWithoutItsExecutor(t *testing.T) {
 			got := h.work(w.ID)
 			switch cancel {
 			case "execution":
-				if got.State != storage.WorkReady || got.BlockedReason != runtime.HoldAttemptLost || !strings.Contains(got.BlockedDetail, exe.ID) {
+				if got.State != storage.WorkReady || got.BlockedReason != kernel.HoldAttemptLost || !strings.Contains(got.BlockedDetail, exe.ID) {
 					t.Fatalf("work = %+v", got)
 				}
 			case "work":

@@ -14,7 +14,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -99,9 +99,9 @@ func TestCancelOfARunningShellAttemptRecordsItsEnd(t *testing.T) {
 			id := exes[0].ID
 			var err error
 			if what == "execution" {
-				_, err = h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: id})
+				_, err = h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: id})
 			} else {
-				_, err = h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID})
+				_, err = h.ctl.CancelWork(operator, kernel.ControlRequest{Target: w.ID})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +126,7 @@ func TestCancelOfARunningShellAttemptRecordsItsEnd(t *testing.T) {
 				t.Fatalf("artifacts = %+v", arts)
 			}
 			got := h.work(w.ID)
-			if what == "execution" && (got.State != storage.WorkReady || got.BlockedReason != runtime.HoldOperatorCancelled) ||
+			if what == "execution" && (got.State != storage.WorkReady || got.BlockedReason != kernel.HoldOperatorCancelled) ||
 				what == "work" && got.State != storage.WorkCancelled {
 				t.Fatalf("work = %+v", got)
 			}

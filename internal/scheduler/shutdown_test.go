@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -151,9 +151,9 @@ func TestCloseDuringAResumeOrRecoveryGivesItBack(t *testing.T) {
 	w := h.create("br")
 	h.tick()
 	seg := h.resumer.Next(t)
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"review.done"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"review.done"}}})
 	h.finish(seg, executor.Result{Outcome: executor.Suspended})
-	if _, err := h.ctl.Wake(operator, runtime.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
+	if _, err := h.ctl.Wake(operator, kernel.WakeRequest{Scope: "s1", Key: w.ID, Type: "review.done"}); err != nil {
 		t.Fatal(err)
 	}
 	before := h.work(w.ID)

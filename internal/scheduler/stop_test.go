@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -57,7 +57,7 @@ func TestFailedStopIsRetried(t *testing.T) {
 	h.tick()
 	seg := h.plain.Next(t)
 	h.plain.FailStops(2, errors.New("signal refused"))
-	if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
+	if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
@@ -78,7 +78,7 @@ func TestFailedStopIsRetried(t *testing.T) {
 	if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultCancelled || exe.Epoch != 1 {
 		t.Fatalf("execution = %+v", exe)
 	}
-	if got := h.work(w.ID); got.BlockedReason != runtime.HoldOperatorCancelled {
+	if got := h.work(w.ID); got.BlockedReason != kernel.HoldOperatorCancelled {
 		t.Fatalf("work = %+v", got)
 	}
 }
@@ -94,7 +94,7 @@ func TestFailedStopsGiveTheAttemptToRecovery(t *testing.T) {
 	h.tick()
 	seg := h.plain.Next(t)
 	h.plain.FailStops(scheduler.StopAttempts, errors.New("signal refused"))
-	if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
+	if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
 		t.Fatal(err)
 	}
 	h.tick()
@@ -139,7 +139,7 @@ func TestStoppedAttemptsRecordOnlyAnObservedExit(t *testing.T) {
 		h.create("b1")
 		h.tick()
 		seg := h.plain.Next(t)
-		if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
+		if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: seg.Req.ExecutionID}); err != nil {
 			t.Fatal(err)
 		}
 		h.tick()
@@ -155,7 +155,7 @@ func TestStoppedAttemptsRecordOnlyAnObservedExit(t *testing.T) {
 		w := h.create("b1")
 		h.tick()
 		seg := h.plain.Next(t)
-		if _, err := h.ctl.CancelWork(operator, runtime.ControlRequest{Target: w.ID}); err != nil {
+		if _, err := h.ctl.CancelWork(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
 			t.Fatal(err)
 		}
 		h.restart("daemon-2")
@@ -177,7 +177,7 @@ func TestStoppedAttemptsRecordOnlyAnObservedExit(t *testing.T) {
 		h.tick()
 		seg := h.plain.Next(t)
 		id := seg.Req.ExecutionID
-		if _, err := h.ctl.CancelExecution(operator, runtime.ControlRequest{Target: id}); err != nil {
+		if _, err := h.ctl.CancelExecution(operator, kernel.ControlRequest{Target: id}); err != nil {
 			t.Fatal(err)
 		}
 		seg.Fail(errors.New("lost the pipe"))

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -17,27 +17,27 @@ import (
 func TestDeclaredWaitIsNotSatisfiedByAnAcknowledgedInput(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
-	h.routes["s1"] = []runtime.Route{{ID: "queue", MatchType: "in.*", Effect: runtime.EffectQueue}}
+	h.routes["s1"] = []kernel.Route{{ID: "queue", MatchType: "in.*", Effect: kernel.EffectQueue}}
 	w := h.create("b1", "pr/9")
 	h.tick()
 	seg := h.plain.Next(t)
 
 	// While the first attempt runs: b (no route: recorded, not queued),
 	// then a (queued as input).
-	b, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: "ev.b", CorrelationKey: "pr/9"})
+	b, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: "ev.b", CorrelationKey: "pr/9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: "in.a", CorrelationKey: "pr/9"})
+	a, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: "in.a", CorrelationKey: "pr/9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Decision.Effect != runtime.EffectQueue || b.Decision.Effect != runtime.EffectUnmatched {
+	if a.Decision.Effect != kernel.EffectQueue || b.Decision.Effect != kernel.EffectUnmatched {
 		t.Fatalf("decisions: a %+v, b %+v", a.Decision, b.Decision)
 	}
 	// The first attempt waits for ev.b: the backscan finds b and queues it
 	// after a.
-	h.declare(seg, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"ev.b"}}})
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"ev.b"}}})
 	h.finish(seg, executor.Result{Outcome: executor.Succeeded})
 	ins, _ := h.store.ListInputs(ctx, &storage.ListInputsParams{Work: w.ID})
 	if len(ins) != 3 || ins[1].Event != a.Event.ID || ins[2].Event != b.Event.ID {
@@ -50,7 +50,7 @@ func TestDeclaredWaitIsNotSatisfiedByAnAcknowledgedInput(t *testing.T) {
 	if got := h.execution(seg2.Req.ExecutionID); got.InputWatermark != 3 {
 		t.Fatalf("second attempt acknowledged %d inputs, want 3", got.InputWatermark)
 	}
-	h.declare(seg2, runtime.Declaration{Wait: &runtime.WaitSpec{Types: []string{"in.a"}}})
+	h.declare(seg2, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"in.a"}}})
 	h.finish(seg2, executor.Result{Outcome: executor.Succeeded})
 	if got := h.work(w.ID); got.State != storage.WorkWaiting {
 		wt, _ := h.store.ListWaits(ctx, &storage.ListWaitsParams{Work: w.ID})
@@ -60,11 +60,11 @@ func TestDeclaredWaitIsNotSatisfiedByAnAcknowledgedInput(t *testing.T) {
 		t.Fatalf("a third attempt started with no new input: %+v", extra.Req)
 	}
 	// A new in.a wakes it.
-	a2, err := h.ctl.Emit(operator, runtime.EmitRequest{Scope: "s1", Type: "in.a", CorrelationKey: "pr/9"})
+	a2, err := h.ctl.Emit(operator, kernel.EmitRequest{Scope: "s1", Type: "in.a", CorrelationKey: "pr/9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a2.Decision.Effect != runtime.EffectWake {
+	if a2.Decision.Effect != kernel.EffectWake {
 		t.Fatalf("a new in.a: %+v", a2.Decision)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
-	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -264,19 +264,19 @@ func TestWorkCreateWait(t *testing.T) {
 				return err
 			}
 			return s.Store.WithTx(ctx, func(tx storage.Tx) error {
-				_, _, err := s.Runtime.FinishWorkInTx(ctx, tx, id, runtime.Finish{State: storage.WorkSucceeded, Message: "exit status 0"})
+				_, _, err := s.Runtime.FinishWorkInTx(ctx, tx, id, kernel.Finish{State: storage.WorkSucceeded, Message: "exit status 0"})
 				return err
 			})
 		}, 0, []string{"succeeded", "open-conduit artifacts cat art_ok"}},
 		{"failed", func(id string) error {
 			return s.Store.WithTx(ctx, func(tx storage.Tx) error {
-				_, _, err := s.Runtime.FinishWorkInTx(ctx, tx, id, runtime.Finish{State: storage.WorkFailed, Message: "exit status 3"})
+				_, _, err := s.Runtime.FinishWorkInTx(ctx, tx, id, kernel.Finish{State: storage.WorkFailed, Message: "exit status 3"})
 				return err
 			})
 		}, 1, []string{"failed", "exit status 3", "artifacts list --work"}},
 		{"held", func(id string) error {
 			return s.Store.WithTx(ctx, func(tx storage.Tx) error {
-				_, err := s.Runtime.HoldInTx(ctx, tx, id, runtime.HoldSecretUnavailable, "secret canary is unavailable")
+				_, err := s.Runtime.HoldInTx(ctx, tx, id, kernel.HoldSecretUnavailable, "secret canary is unavailable")
 				return err
 			})
 		}, 1, []string{"held", "secret_unavailable", "work retry"}},

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 )
 
 // osBinary is the real os binary, built once for the package's tests.

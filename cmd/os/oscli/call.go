@@ -1,8 +1,8 @@
 package oscli
 
 import (
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

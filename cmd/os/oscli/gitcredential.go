@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

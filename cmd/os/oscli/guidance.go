@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

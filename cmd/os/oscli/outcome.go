@@ -3,7 +3,7 @@ package oscli
 import (
 	"fmt"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

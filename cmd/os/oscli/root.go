@@ -14,8 +14,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/internal/cliexit"
+	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
 

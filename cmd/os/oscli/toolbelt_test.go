@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/cmd/os/osclient"
 	"github.com/open-conduit/open-conduit/internal/runs"
+	"github.com/open-conduit/open-conduit/osclient"
 )
 
 // toolbeltDouble is a test double of the daemon's execution toolbelt: it

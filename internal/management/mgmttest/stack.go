@@ -11,8 +11,8 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
-	"github.com/open-conduit/open-conduit/internal/runtime"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 )
@@ -66,8 +66,8 @@ type Stack struct {
 	*Harness
 	Store     *sqlite.Store
 	IDs       *ids.Generator
-	Runtime   *runtime.Runtime
-	Control   *runtime.Control
+	Runtime   *kernel.Runtime
+	Control   *kernel.Control
 	Artifacts *storage.Artifacts
 	Config    *management.ConfigService
 	Resources *management.Resources
@@ -123,11 +123,11 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 		return nil, err
 	}
 	t.Cleanup(func() { store.Close() })
-	rt, err := runtime.New(runtime.Options{Clock: opts.Clock, IDs: opts.IDs, Routes: cfg})
+	rt, err := kernel.New(kernel.Options{Clock: opts.Clock, IDs: opts.IDs, Routes: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := runtime.NewControl(runtime.ControlOptions{Runtime: rt, Store: store})
+	ctl := kernel.NewControl(kernel.ControlOptions{Runtime: rt, Store: store})
 	arts, err := storage.NewArtifacts(store, filepath.Join(opts.StateDir, "artifacts"))
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 		CursorKey:   key,
 		Routes:      res.Routes(),
 		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
-			return runtime.WithActor(ctx, p.Actor())
+			return kernel.WithActor(ctx, p.Actor())
 		},
 	})
 	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors}, nil

@@ -1,6 +1,6 @@
 // Package toolbeltint runs the toolbelt conformance suite
 // (internal/runtime/toolbelttest) on attempts the real scheduler runs: the
-// Harness here is the production runtime.Toolbelt as the scheduler's
+// Harness here is the production toolbelt.Toolbelt as the scheduler's
 // SchedulerOptions.Toolbelt, with a Driver whose scheduler claims every
 // Work (Tick), recovers expired leases (RecoverExpired), adopts another
 // daemon's attempts (RecoverOrphans), resumes parked executions and
@@ -23,10 +23,10 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/runtime/toolbelttest"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/scheduler/schedulertest"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
 )
 
 // Harness is the production toolbelt with every attempt run by the real

@@ -5,8 +5,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/open-conduit/open-conduit/internal/runtime/toolbelttest"
 	"github.com/open-conduit/open-conduit/internal/scheduler/toolbeltint"
+	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
 )
 
 func TestMain(m *testing.M) {

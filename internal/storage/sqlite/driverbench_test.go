@@ -21,7 +21,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
-	"github.com/open-conduit/open-conduit/internal/runtime"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/storagetest"
 )
@@ -48,7 +48,7 @@ func BenchmarkDriverAccept(b *testing.B) {
 				}
 				defer s.Close()
 				c := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-				rt, err := runtime.New(runtime.Options{Clock: c, IDs: ids.NewGenerator(c, rand.NewChaCha8([32]byte{3}))})
+				rt, err := kernel.New(kernel.Options{Clock: c, IDs: ids.NewGenerator(c, rand.NewChaCha8([32]byte{3}))})
 				if err != nil {
 					b.Fatal(err)
 				}

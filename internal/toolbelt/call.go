@@ -1,0 +1,708 @@
+package toolbelt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Results recorded as toolbelt.result besides ok and a handler's own code.
+const (
+	ResultOK                = "ok"
+	ResultForbidden         = "forbidden"
+	ResultAuthorityReleased = "authority_released"
+	ResultRequestConflict   = "request_conflict"
+	ResultInvalid           = "invalid"
+	ResultConflict          = "conflict"
+	ResultGateRefused       = "gate_refused"
+	ResultParked            = "parked"
+	ResultError             = "error"
+)
+
+// Operations recorded for the toolbelt's reads.
+const (
+	RecordGuidance = "toolbelt.guidance"
+	RecordServing  = "toolbelt.serving"
+)
+
+// ErrRequestConflict: a request ID was reused with another operation or
+// input. It unwraps to extension.ErrRequestConflict (409).
+var ErrRequestConflict = &kernel.Error{Code: "request_conflict", Kind: extension.ErrRequestConflict}
+
+// ErrGateFailed is the refusal of a gate that panicked or answered with
+// something other than an operation error: the host fails closed.
+const ErrGateFailed = "gate_failed"
+
+// callLog is the call record of one request.
+type callLog struct {
+	rec  storage.ToolbeltCall
+	done bool // recorded inside the request's own transaction
+}
+
+func (c *callLog) token(t storage.Token) {
+	c.rec.Execution, c.rec.Epoch, c.rec.Token = t.Execution, t.Epoch, t.ID
+}
+
+// resultOf is toolbelt.result of an error.
+func resultOf(err error) string {
+	var oe *extension.OperationError
+	var gr *extension.GateRefusal
+	switch {
+	case err == nil:
+		return ResultOK
+	case errors.As(err, &gr):
+		return ResultGateRefused
+	case errors.As(err, &oe):
+		return oe.Code
+	case errors.Is(err, extension.ErrAuthorityReleased):
+		return ResultAuthorityReleased
+	case errors.Is(err, extension.ErrForbidden), errors.Is(err, extension.ErrUnauthorized):
+		return ResultForbidden
+	case errors.Is(err, extension.ErrRequestConflict):
+		return ResultRequestConflict
+	case errors.Is(err, extension.ErrInvalid):
+		return ResultInvalid
+	case errors.Is(err, extension.ErrConflict):
+		return ResultConflict
+	}
+	return ResultError
+}
+
+// insertCall writes the call record inside tx.
+func (tb *Toolbelt) insertCall(ctx context.Context, tx storage.Tx, c *callLog, result string) error {
+	c.rec.ID = tb.ids.New("tbc")
+	c.rec.Kind = storage.ToolbeltCalled
+	c.rec.Result = result
+	c.rec.At = tb.clock.Now()
+	c.done = true
+	return tx.InsertToolbeltCall(ctx, &c.rec)
+}
+
+// finish records a request that was not recorded in its own transaction
+// (a refusal, a replay, a read) and logs a refusal's precise reason.
+func (tb *Toolbelt) finish(ctx context.Context, c *callLog, err error) {
+	if err != nil {
+		tb.log.Info("toolbelt request refused", "operation", c.rec.Operation, "execution", c.rec.Execution,
+			"epoch", c.rec.Epoch, "token_id", c.rec.Token, "result", resultOf(err), "reason", err.Error())
+	}
+	if c.done {
+		return
+	}
+	c.rec.ID = tb.ids.New("tbc")
+	c.rec.Kind = storage.ToolbeltCalled
+	if err != nil {
+		c.rec.Kind = storage.ToolbeltRejected
+	}
+	if c.rec.Result == "" {
+		c.rec.Result = resultOf(err)
+	}
+	c.rec.At = tb.clock.Now()
+	// A refusal is recorded even when the caller has gone.
+	wctx := context.WithoutCancel(ctx)
+	if werr := tb.store.WithTx(wctx, func(tx storage.Tx) error {
+		return tx.InsertToolbeltCall(wctx, &c.rec)
+	}); werr != nil {
+		tb.log.Error("toolbelt call record not written", "operation", c.rec.Operation, "execution", c.rec.Execution, "error", werr.Error())
+	}
+}
+
+// checkRequestID: 1 to MaxRequestID printable ASCII characters.
+func checkRequestID(id string) error {
+	if len(id) > MaxRequestID {
+		return kernel.Refuse(extension.ErrInvalid, "invalid_request", "a request ID is at most %d characters", MaxRequestID)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return kernel.Refuse(extension.ErrInvalid, "invalid_request", "a request ID is printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// canonicalInput checks that input is one JSON object and returns it
+// compacted and the hex SHA-256 of its canonical form (RFC 8785), so that
+// whitespace and member order never make two requests differ.
+func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	v := jsontext.Value(bytes.Clone(input))
+	if err := v.Compact(); err != nil || v.Kind() != '{' {
+		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input must be one JSON object ({} when the operation takes none)")
+	}
+	c := jsontext.Value(bytes.Clone(v))
+	if err := c.Canonicalize(); err != nil {
+		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input holds a number out of range")
+	}
+	sum := sha256.Sum256(c)
+	return json.RawMessage(v), hex.EncodeToString(sum[:]), nil
+}
+
+// Call runs one toolbelt call through the check chain, in the spec's
+// order: the token (digest, revocation, exclusive expiry), the narrowing
+// assertions, the operation declared and in the token's allowlist, the
+// current ceiling (outside storage), then, inside the call's transaction,
+// the lease guard and the replay lookup, and for an extension operation
+// its gates, before the operation runs. ErrAuthorityReleased (wrapped)
+// refuses a genuine token whose segment already declared; every other
+// refusal of the chain is the bare ErrForbidden. Every call and refusal is
+// recorded (toolbelt.called / toolbelt.rejected).
+func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRequest) (res extension.CallResult, err error) {
+	c := &callLog{rec: storage.ToolbeltCall{Operation: clip(req.Operation)}}
+	defer func() {
+		if err == nil {
+			c.rec.Replayed = res.Replayed
+		}
+		tb.finish(ctx, c, err)
+	}()
+	t, err := tb.authenticate(ctx, token)
+	if t.ID != "" {
+		// A revoked or expired token is still found: its refusal is
+		// recorded against its execution, epoch and id.
+		c.token(t)
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := checkAssertions(t, req.Assertions); err != nil {
+		return res, err
+	}
+	if !tb.Declared(req.Operation) {
+		return res, forbid("operation %q is not declared on this toolbelt", clip(req.Operation))
+	}
+	if !slices.Contains(t.Operations, req.Operation) {
+		return res, forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)
+	}
+	if !tb.opts.Authorize(t.Scope, req.Operation) {
+		return res, forbid("the current ceiling of scope %s does not allow %s", t.Scope, req.Operation)
+	}
+	if err := checkRequestID(req.RequestID); err != nil {
+		return res, err
+	}
+	input, hash, err := canonicalInput(req.Input)
+	if err != nil {
+		return res, err
+	}
+	call := &toolCall{tok: t, op: req.Operation, input: input, hash: hash, requestID: req.RequestID}
+	res.Operation = req.Operation
+	if b, ok := builtins[req.Operation]; ok {
+		res.Result, res.Replayed, err = tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
+			return b(tb, ctx, tx, s, call)
+		})
+		return res, err
+	}
+	r, _ := tb.operation(req.Operation)
+	res.Result, res.Replayed, err = tb.runExtension(ctx, c, call, r)
+	return res, err
+}
+
+func clip(s string) string {
+	if len(s) > 128 {
+		return s[:128]
+	}
+	return s
+}
+
+// toolCall is a call that passed the checks outside storage.
+type toolCall struct {
+	tok       storage.Token
+	op        string
+	input     json.RawMessage
+	hash      string
+	requestID string
+}
+
+func (c *toolCall) authority() extension.Authority {
+	return extension.Authority{
+		Scope: c.tok.Scope, Work: c.tok.Work, Execution: c.tok.Execution, Binding: c.tok.Binding, Generation: c.tok.Generation,
+		Epoch: c.tok.Epoch, TokenID: c.tok.ID, Operation: c.op, RequestID: c.requestID,
+	}
+}
+
+// segment is what the lease guard established inside a transaction.
+type segment struct {
+	exe  storage.Execution
+	work storage.Work
+}
+
+// lookup is the replay lookup: the committed result of the same request,
+// ErrRequestConflict for a changed body, or nothing.
+func lookup(ctx context.Context, rd storage.Reader, call *toolCall) (storage.Replay, bool, error) {
+	if call.requestID == "" {
+		return storage.Replay{}, false, nil
+	}
+	rp, err := rd.GetReplay(ctx, call.tok.Execution, call.requestID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return rp, false, nil
+	}
+	if err != nil {
+		return rp, false, err
+	}
+	if rp.Operation != call.op || rp.InputHash != call.hash {
+		return rp, false, kernel.Refuse(extension.ErrRequestConflict, ErrRequestConflict.Code,
+			"request ID %s was used for another operation or input of this execution; use a new request ID", call.requestID)
+	}
+	return rp, true, nil
+}
+
+// replayed turns a committed request record into the call's answer.
+func replayed(rp storage.Replay) (json.RawMessage, error) {
+	if rp.ErrorCode != "" {
+		return nil, &extension.OperationError{Code: rp.ErrorCode, Message: rp.ErrorMessage}
+	}
+	return rp.Result, nil
+}
+
+// runInTx runs an operation that lives in storage (a builtin, a
+// translated emission) in one transaction: lease guard, replay lookup, the
+// operation, its request record and its call record.
+func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run func(context.Context, storage.Tx, *segment) (json.RawMessage, error)) (json.RawMessage, bool, error) {
+	var out json.RawMessage
+	var replay bool
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		c.done = false
+		exe, w, err := tb.guard(ctx, tx, call.tok)
+		if err != nil {
+			return err
+		}
+		rp, found, err := lookup(ctx, tx, call)
+		if err != nil {
+			return err
+		}
+		if found && rp.State == storage.ReplayDone {
+			out, replay = nil, true
+			out, err = replayed(rp)
+			return err
+		}
+		result, err := run(ctx, tx, &segment{exe: exe, work: w})
+		if err != nil {
+			return err
+		}
+		if len(result) == 0 {
+			result = json.RawMessage(`{}`)
+		}
+		out = result
+		if call.requestID != "" {
+			now := tb.clock.Now()
+			if err := tx.InsertReplay(ctx, &storage.Replay{
+				Execution: call.tok.Execution, RequestID: call.requestID, Operation: call.op, InputHash: call.hash,
+				State: storage.ReplayDone, Result: result, CreatedAt: now, UpdatedAt: now,
+			}); err != nil {
+				return err
+			}
+		}
+		return tb.insertCall(ctx, tx, c, ResultOK)
+	})
+	if err != nil {
+		c.done = false
+		return nil, false, err
+	}
+	return out, replay, nil
+}
+
+// runExtension runs a registered operation: the lease guard and replay
+// lookup in a transaction that also claims the request ID, then the gates,
+// then the handler outside storage, then the result's record. A handler
+// runs once per request ID, unless the host crashes between the handler's
+// effect and the commit of its result: the claim is then found unfinished
+// and the retry runs the handler again (handlers are idempotent on the
+// request ID).
+//
+// A sensitive operation (extension.Operation.IsSensitive: its result holds
+// a credential) is the exception: its request record is finished withheld,
+// keeping the input's hash and no result or refusal, so a changed body is
+// still a request conflict, and every repeat with the same body runs the
+// handler again. No stored result is ever handed out for it, not even one
+// an earlier release stored before the operation was sensitive.
+func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall, r registered) (json.RawMessage, bool, error) {
+	sensitive := r.op.IsSensitive()
+	if call.requestID != "" && r.op.Handler != nil {
+		key := call.tok.Execution + "\x00" + call.requestID
+		for {
+			tb.flightMu.Lock()
+			ch, busy := tb.flight[key]
+			if !busy {
+				ch = make(chan struct{})
+				tb.flight[key] = ch
+			}
+			tb.flightMu.Unlock()
+			if !busy {
+				defer func() {
+					tb.flightMu.Lock()
+					delete(tb.flight, key)
+					tb.flightMu.Unlock()
+					close(ch)
+				}()
+				break
+			}
+			// The same request is running: wait for it, then look it up
+			// again. That replays its committed result, or, for a
+			// sensitive operation, whose result is never stored, runs the
+			// handler again after it: the waiting call never receives
+			// another call's result.
+			if tb.flightWait != nil {
+				tb.flightWait()
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
+		}
+	}
+	var out json.RawMessage
+	var replay bool
+	claimed := false
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		if _, _, err := tb.guard(ctx, tx, call.tok); err != nil {
+			return err
+		}
+		rp, found, err := lookup(ctx, tx, call)
+		if err != nil {
+			return err
+		}
+		if found && rp.State == storage.ReplayDone {
+			if rp.Withheld || sensitive {
+				// Nothing to replay: the handler runs again (it is
+				// idempotent on the request ID) and the finished record
+				// stays as it is.
+				return nil
+			}
+			replay = true
+			out, err = replayed(rp)
+			return err
+		}
+		if found || call.requestID == "" || r.op.Handler == nil {
+			// found: a claim a crash left unfinished; the handler runs
+			// again (the documented replay window).
+			claimed = found
+			return nil
+		}
+		now := tb.clock.Now()
+		claimed = true
+		return tx.InsertReplay(ctx, &storage.Replay{
+			Execution: call.tok.Execution, RequestID: call.requestID, Operation: call.op, InputHash: call.hash,
+			State: storage.ReplayClaimed, CreatedAt: now, UpdatedAt: now,
+		})
+	})
+	if err != nil || replay {
+		if replay {
+			c.rec.Replayed = true
+		}
+		return out, replay, err
+	}
+	release := func() {
+		if !claimed {
+			return
+		}
+		wctx := context.WithoutCancel(ctx)
+		_ = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+			return tx.DeleteReplay(wctx, call.tok.Execution, call.requestID)
+		})
+	}
+	auth := call.authority()
+	if plan, gate, err := tb.runGates(ctx, r.reg, call, auth); err != nil {
+		release()
+		c.rec.Gate = gate
+		return nil, false, err
+	} else if plan != nil {
+		c.rec.Gate = gate
+		out, err := tb.park(ctx, c, call, gate, plan, claimed, sensitive)
+		if err != nil {
+			release()
+		}
+		return out, false, err
+	}
+	if r.op.Emit != nil {
+		em, err := safeTranslate(ctx, r.op.Emit, auth, call.input)
+		if err != nil {
+			var oe *extension.OperationError
+			if errors.As(err, &oe) {
+				return nil, false, oe
+			}
+			return nil, false, &extensionFailure{op: call.op, part: "translator", typ: failureType(err)}
+		}
+		out, replay, err := tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
+			return tb.emitInTx(ctx, tx, s, call, em)
+		})
+		return out, replay, err
+	}
+	result, herr := safeHandle(ctx, r.op.Handler, auth, call.input)
+	var oe *extension.OperationError
+	if herr != nil && !errors.As(herr, &oe) {
+		// The handler failed without a verdict: its effect is unknown, so
+		// the claim goes and a retry runs it again. Its text may hold a
+		// credential: only its type goes on.
+		release()
+		return nil, false, &extensionFailure{op: call.op, part: "handler", typ: failureType(herr)}
+	}
+	if herr == nil {
+		v, _, cerr := canonicalInput(result)
+		if cerr != nil {
+			release()
+			return nil, false, fmt.Errorf("toolbelt: operation %s returned a result that is not a JSON object", call.op)
+		}
+		result = v
+	}
+	// The handler's effect happened: record its result even when the
+	// caller has gone.
+	wctx := context.WithoutCancel(ctx)
+	err = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+		ctx := wctx
+		c.done = false
+		if claimed {
+			rp := &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: result, UpdatedAt: tb.clock.Now()}
+			switch {
+			case sensitive:
+				// Neither the result nor the refusal is stored.
+				rp.Result, rp.Withheld = nil, true
+			case oe != nil:
+				rp.Result, rp.ErrorCode, rp.ErrorMessage = nil, oe.Code, oe.Message
+			}
+			if err := tx.FinishReplay(ctx, rp); err != nil {
+				return err
+			}
+		}
+		if oe != nil {
+			return nil
+		}
+		return tb.insertCall(ctx, tx, c, ResultOK)
+	})
+	if err != nil {
+		c.done = false
+		return nil, false, err
+	}
+	if oe != nil {
+		return nil, false, oe
+	}
+	return result, false, nil
+}
+
+// extensionFailure is a handler's or translator's failure that is not a
+// verdict (not an *extension.OperationError): an error or a panic. The
+// extension's error text may hold a credential, so this says which part of
+// which operation failed and the error's Go type, never its text; it is
+// what the refusal log line and the server's 500 log show.
+type extensionFailure struct {
+	op   string // the operation
+	part string // "handler", "translator" or "action handler"
+	typ  string // failureType of the extension's error
+}
+
+func (e *extensionFailure) Error() string {
+	return fmt.Sprintf("toolbelt: the %s of operation %s failed with an error of type %s (its text is not shown: an extension's error may hold a credential)", e.part, e.op, e.typ)
+}
+
+// extensionPanic is an extension callback's panic, holding the panic
+// value, which is never formatted.
+type extensionPanic struct{ value any }
+
+func (p *extensionPanic) Error() string { return "panic(" + fmt.Sprintf("%T", p.value) + ")" }
+
+// failureType names an extension's failure for the log without its text:
+// the error's Go type, or for a panic panic(<the value's Go type>).
+func failureType(err error) string {
+	var p *extensionPanic
+	if errors.As(err, &p) {
+		return p.Error()
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+func safeHandle(ctx context.Context, h extension.Handler, auth extension.Authority, input json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, &extensionPanic{value: p}
+		}
+	}()
+	return h(ctx, auth, input)
+}
+
+func safeTranslate(ctx context.Context, tr extension.Translator, auth extension.Authority, input json.RawMessage) (em extension.Emission, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			em, err = extension.Emission{}, &extensionPanic{value: p}
+		}
+	}()
+	return tr(ctx, auth, input)
+}
+
+// runGates asks every gate but the operation owner's, in registration-name
+// order. It returns the plan of a gate that parks the caller, or a
+// refusal wrapped in extension.GateRefusal.
+func (tb *Toolbelt) runGates(ctx context.Context, owner string, call *toolCall, auth extension.Authority) (*extension.WaitPlan, string, error) {
+	for _, reg := range tb.gates() {
+		if reg.Name == owner {
+			continue
+		}
+		plan, err := askGate(ctx, reg.Gate, extension.GateRequest{Authority: auth, Operation: call.op, Input: call.input})
+		if err != nil {
+			var oe *extension.OperationError
+			if !errors.As(err, &oe) {
+				// The gate's text may hold a credential: log its type only.
+				tb.log.Warn("toolbelt gate failed without a verdict; the call is refused", "gate", reg.Name, "operation", call.op,
+					"execution", call.tok.Execution, "epoch", call.tok.Epoch, "token_id", call.tok.ID, "error_type", failureType(err))
+				err = &extension.OperationError{Code: ErrGateFailed, Message: "gate " + reg.Name + " failed; the call is refused until it answers"}
+			}
+			return nil, reg.Name, &extension.GateRefusal{Gate: reg.Name, Err: err}
+		}
+		if plan != nil {
+			return plan, reg.Name, nil
+		}
+	}
+	return nil, "", nil
+}
+
+func askGate(ctx context.Context, g extension.Gate, req extension.GateRequest) (plan *extension.WaitPlan, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			plan, err = nil, &extensionPanic{value: p}
+		}
+	}()
+	return g.Check(ctx, req)
+}
+
+// park declares a gate's wait plan like a translated wait, owned by the
+// gating registration: the operation does not run and authority is
+// released. A sensitive operation's request record is finished withheld
+// here too.
+func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate string, plan *extension.WaitPlan, claimed, sensitive bool) (json.RawMessage, error) {
+	output := plan.Output
+	if len(output) == 0 {
+		output = json.RawMessage(`{}`)
+	}
+	var out json.RawMessage
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		c.done = false
+		exe, _, err := tb.guard(ctx, tx, call.tok)
+		if err != nil {
+			return err
+		}
+		spec := kernel.WaitSpec{Types: plan.Types, Keys: plan.Keys, Timeout: plan.Timeout, Registration: gate}
+		if err := tb.rt.Declare(ctx, tx, exe.ID, call.tok.Epoch, kernel.Declaration{Wait: &spec}); err != nil {
+			return err
+		}
+		body, err := json.Marshal(map[string]any{"parked": gate, "output": output, "wait": waitView(spec)})
+		if err != nil {
+			return err
+		}
+		out = body
+		if claimed {
+			rp := &storage.Replay{Execution: call.tok.Execution, RequestID: call.requestID, Result: body, UpdatedAt: tb.clock.Now()}
+			if sensitive {
+				rp.Result, rp.Withheld = nil, true
+			}
+			if err := tx.FinishReplay(ctx, rp); err != nil {
+				return err
+			}
+		}
+		return tb.insertCall(ctx, tx, c, ResultParked)
+	})
+	if err != nil {
+		c.done = false
+	}
+	return out, err
+}
+
+// ---- reads ----
+
+// Guidance describes the operations token may call now: its allowlist
+// within the current ceiling, builtins included, in name order, with the
+// overall guidance. It passes the same chain as a call, the lease guard
+// run in a read.
+func (tb *Toolbelt) Guidance(ctx context.Context, token string, assert extension.Assertions) (out extension.Guidance, err error) {
+	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordGuidance}}
+	defer func() { tb.finish(ctx, c, err) }()
+	t, err := tb.readChain(ctx, c, token, assert)
+	if err != nil {
+		return out, err
+	}
+	out.Guidance = tb.opts.Guidance
+	if out.Guidance == "" {
+		out.Guidance = DefaultGuidance
+	}
+	out.Operations = []extension.OperationInfo{}
+	for _, name := range tb.granted(t) {
+		out.Operations = append(out.Operations, tb.info(name))
+	}
+	return out, nil
+}
+
+// Serving lists the token's granted operations that serve capability, in
+// name order (an empty list when none does).
+func (tb *Toolbelt) Serving(ctx context.Context, token string, assert extension.Assertions, capability string) (out []string, err error) {
+	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordServing}}
+	defer func() { tb.finish(ctx, c, err) }()
+	t, err := tb.readChain(ctx, c, token, assert)
+	if err != nil {
+		return nil, err
+	}
+	out = []string{}
+	for _, name := range tb.granted(t) {
+		if slices.Contains(tb.info(name).Capabilities, capability) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// readChain is the check chain of a read: token, assertions, and the lease
+// guard in a read (the ceiling narrows what the read lists).
+func (tb *Toolbelt) readChain(ctx context.Context, c *callLog, token string, assert extension.Assertions) (storage.Token, error) {
+	t, err := tb.authenticate(ctx, token)
+	if t.ID != "" {
+		c.token(t)
+	}
+	if err != nil {
+		return t, err
+	}
+	if err := checkAssertions(t, assert); err != nil {
+		return t, err
+	}
+	if _, _, err := tb.guard(ctx, tb.store, t); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// granted is the token's allowlist within what is declared and the
+// current ceiling, sorted.
+func (tb *Toolbelt) granted(t storage.Token) []string {
+	var out []string
+	for _, op := range t.Operations {
+		if tb.Declared(op) && tb.opts.Authorize(t.Scope, op) {
+			out = append(out, op)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// info describes a declared operation.
+func (tb *Toolbelt) info(name string) extension.OperationInfo {
+	if b, ok := builtinInfo[name]; ok {
+		return b
+	}
+	r, _ := tb.operation(name)
+	schema := r.op.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	caps := slices.Clone(r.op.Capabilities)
+	if caps == nil {
+		caps = []string{}
+	}
+	return extension.OperationInfo{Name: name, Summary: r.op.Summary, InputSchema: schema, Guidance: r.op.Guidance, Capabilities: caps}
+}

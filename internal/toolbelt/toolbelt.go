@@ -1,0 +1,554 @@
+package toolbelt
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Retention of the toolbelt's records (SweepToolbelt).
+const (
+	// TokenRetention: a token record is deleted this long after it was
+	// revoked or expired. A deleted token is unknown, which every check
+	// refuses just as it refused the revoked one.
+	TokenRetention = 24 * time.Hour
+	// ReplayRetention: a request record is deleted this long after it was
+	// written, once its execution finished (only that execution's tokens
+	// could replay it, and those are revoked when it finishes).
+	ReplayRetention = 24 * time.Hour
+	// CallRetention: call records (toolbelt.called/rejected) are kept this
+	// long for the operator.
+	CallRetention = 30 * 24 * time.Hour
+)
+
+// TokenBytes is the number of random bytes in an execution token; its text
+// is their unpadded base64url encoding.
+const TokenBytes = 32
+
+// MaxRequestID bounds a request ID: 1 to 200 printable ASCII characters.
+const MaxRequestID = 200
+
+// BindingAuthority is what a binding of a configuration generation grants:
+// its own operations and its named grants' operations (toolsets resolved).
+type BindingAuthority struct {
+	Operations []string
+	Grants     map[string][]string
+}
+
+// Options configure a Toolbelt. The daemon adapts its configuration
+// snapshots into the functions; the toolbelt never reads configuration
+// itself.
+type Options struct {
+	Runtime *kernel.Runtime
+	Store   storage.Store
+	// Entropy is the source of token bytes (required).
+	Entropy clock.Entropy
+	// Owner is this daemon instance's owner id: the lease guard requires
+	// the execution to be held by it (required).
+	Owner string
+	// Bindings returns what a binding of the pinned generation grants
+	// (false when the scope has no such binding). Required.
+	Bindings func(generation int64, scope, binding string) (BindingAuthority, bool)
+	// Authorize is the current ceiling of a scope: whether op may be
+	// called there now (false for a disabled or removed scope). It is
+	// asked on every call, outside storage, so an apply that narrows a
+	// scope refuses the very next call. Required.
+	Authorize func(scope, op string) bool
+	// AuthorizeRead is the scope's current read ceiling (read_context).
+	// Required.
+	AuthorizeRead func(scope, read string) bool
+	// EmitAllowed, when set, further limits the event types a binding may
+	// emit (see the emit rule in docs/toolbelt.md).
+	EmitAllowed func(scope, binding, eventType string) bool
+	// Lifetime, when positive, bounds a token's life below the attempt
+	// deadline.
+	Lifetime time.Duration
+	// Guidance is the overall agent guidance (Markdown) served with the
+	// operations; empty takes DefaultGuidance.
+	Guidance string
+	// Logger receives the precise reason of every refusal (never a token,
+	// an input value, or the text of an extension's error that is not an
+	// *extension.OperationError: only its Go type). Discarded when nil.
+	Logger *slog.Logger
+}
+
+// Toolbelt is the host's toolbelt authority: it issues execution tokens
+// (only their digests are stored), runs every call through the check chain,
+// serves the builtins, replays requests, and holds the extensions'
+// registered operations. It implements extension.Toolbelt and
+// extension.Registrar. It is safe for concurrent use.
+type Toolbelt struct {
+	rt      *kernel.Runtime
+	store   storage.Store
+	clock   clock.Clock
+	ids     *ids.Generator
+	entropy io.Reader
+	opts    Options
+	log     *slog.Logger
+
+	entropyMu sync.Mutex
+
+	regMu sync.RWMutex
+	regs  map[string]extension.Registration // by name
+	ops   map[string]registered             // extension operations by name
+
+	flightMu sync.Mutex
+	flight   map[string]chan struct{} // running handler requests
+	// flightWait, set only by tests before any call, is called when a
+	// call starts waiting for a running call with the same request ID.
+	flightWait func()
+}
+
+type registered struct {
+	reg string
+	op  extension.Operation
+}
+
+var (
+	_ extension.Toolbelt  = (*Toolbelt)(nil)
+	_ extension.Registrar = (*Toolbelt)(nil)
+)
+
+// NewToolbelt returns a Toolbelt with no registrations.
+func New(opts Options) (*Toolbelt, error) {
+	switch {
+	case opts.Runtime == nil || opts.Store == nil || opts.Entropy == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs a runtime, a store and an entropy source")
+	case opts.Owner == "":
+		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
+	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize and AuthorizeRead")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tb := &Toolbelt{
+		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
+		opts: opts, log: log,
+		regs: map[string]extension.Registration{}, ops: map[string]registered{}, flight: map[string]chan struct{}{},
+	}
+	return tb, nil
+}
+
+// ---- registrar ----
+
+// Register adds an extension's operations. The registration name follows
+// extension.RegistrationName; every operation must be <name>.<suffix>
+// (extension.OwnsOperation) with a summary, an object input schema and
+// exactly one of Handler and Emit, a Handler when it is sensitive (else
+// ErrInvalid, naming the operation and why); a repeated registration name,
+// a builtin's name or an operation registered twice is ErrConflict. A
+// refused registration registers nothing.
+func (tb *Toolbelt) Register(reg extension.Registration) error {
+	if err := extension.RegistrationName(reg.Name); err != nil {
+		return fmt.Errorf("registration %q: %w", reg.Name, err)
+	}
+	if extension.IsBuiltin(reg.Name) {
+		return fmt.Errorf("%w: registration %s takes the name of the builtin %s", extension.ErrConflict, reg.Name, reg.Name)
+	}
+	seen := map[string]bool{}
+	for _, op := range reg.Operations {
+		if extension.IsBuiltin(op.Name) {
+			return fmt.Errorf("%w: registration %s: operation %s is a builtin of the host", extension.ErrConflict, reg.Name, op.Name)
+		}
+		if !extension.OwnsOperation(reg.Name, op.Name) {
+			return fmt.Errorf("%w: registration %s: operation %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, op.Name, reg.Name, reg.Name)
+		}
+		if seen[op.Name] {
+			return fmt.Errorf("%w: registration %s: operation %s is listed twice", extension.ErrConflict, reg.Name, op.Name)
+		}
+		seen[op.Name] = true
+		if err := checkOperation(op); err != nil {
+			return fmt.Errorf("%w: registration %s: operation %s: %s", extension.ErrInvalid, reg.Name, op.Name, err.Error())
+		}
+	}
+	for _, ts := range reg.Toolsets {
+		if err := extension.CheckToolset(reg.Name, ts); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+	}
+	tb.regMu.Lock()
+	defer tb.regMu.Unlock()
+	if _, dup := tb.regs[reg.Name]; dup {
+		return fmt.Errorf("%w: registration %s is already registered", extension.ErrConflict, reg.Name)
+	}
+	for _, op := range reg.Operations {
+		if other, dup := tb.ops[op.Name]; dup {
+			return fmt.Errorf("%w: operation %s is already registered by %s", extension.ErrConflict, op.Name, other.reg)
+		}
+	}
+	reg.Operations = slices.Clone(reg.Operations)
+	tb.regs[reg.Name] = reg
+	for _, op := range reg.Operations {
+		tb.ops[op.Name] = registered{reg: reg.Name, op: op}
+	}
+	return nil
+}
+
+func checkOperation(op extension.Operation) error {
+	switch {
+	case op.Summary == "":
+		return errors.New("it has no summary; give one sentence saying what it does")
+	case (op.Handler == nil) == (op.Emit == nil):
+		return errors.New("give it exactly one of a Handler and an Emit translator")
+	case op.Emit != nil && op.IsSensitive():
+		return errors.New("a sensitive operation (Sensitive, or serving git.credential) needs a Handler: a translated emission's input becomes a stored Event")
+	}
+	if err := checkInputSchema(op.InputSchema); err != nil {
+		return err
+	}
+	for _, c := range op.Capabilities {
+		if err := extension.OperationName(c); err != nil {
+			return fmt.Errorf("capability %q is not a dotted lower-case name", c)
+		}
+	}
+	return nil
+}
+
+// checkInputSchema checks an operation's or an action's input schema: empty,
+// or a JSON object whose type, when given, is "object".
+func checkInputSchema(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return errors.New("its input schema is not a JSON object")
+	}
+	if t, ok := schema["type"]; ok && t != "object" {
+		return errors.New(`its input schema's type must be "object"`)
+	}
+	return nil
+}
+
+// Declared reports whether op is a builtin or a registered operation.
+func (tb *Toolbelt) Declared(op string) bool {
+	if extension.IsBuiltin(op) {
+		return true
+	}
+	tb.regMu.RLock()
+	defer tb.regMu.RUnlock()
+	_, ok := tb.ops[op]
+	return ok
+}
+
+// Operations lists every declared operation (builtins and registered), in
+// name order: the registry the daemon narrows binding grants to.
+func (tb *Toolbelt) Operations() []string {
+	out := slices.Clone(extension.Builtins)
+	tb.regMu.RLock()
+	for name := range tb.ops {
+		out = append(out, name)
+	}
+	tb.regMu.RUnlock()
+	sort.Strings(out)
+	return out
+}
+
+func (tb *Toolbelt) operation(name string) (registered, bool) {
+	tb.regMu.RLock()
+	defer tb.regMu.RUnlock()
+	r, ok := tb.ops[name]
+	return r, ok
+}
+
+// registeredFamily reports whether an event type's family (first segment)
+// is a registration's namespace.
+func (tb *Toolbelt) registeredFamily(family string) bool {
+	tb.regMu.RLock()
+	defer tb.regMu.RUnlock()
+	_, ok := tb.regs[family]
+	return ok
+}
+
+// gates returns the registrations with a gate, in name order.
+func (tb *Toolbelt) gates() []extension.Registration {
+	tb.regMu.RLock()
+	defer tb.regMu.RUnlock()
+	var out []extension.Registration
+	for _, r := range tb.regs {
+		if r.Gate != nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ---- tokens ----
+
+// IssueRequest asks for a fresh token for one epoch of an execution. Scope,
+// Work, Binding and Generation default to the execution's own and must
+// match it when given; Grants default to the binding grants the Work took;
+// Deadline defaults to the attempt's deadline and may only be earlier.
+type IssueRequest struct {
+	Execution  string
+	Epoch      int64
+	Scope      string
+	Work       string
+	Binding    string
+	Generation int64
+	Grants     []string
+	Deadline   time.Time
+}
+
+// IssuedToken is a freshly issued token. Token is the plaintext, returned
+// this once and never stored.
+type IssuedToken struct {
+	Token      string
+	ID         string
+	ExpiresAt  time.Time
+	Operations []string
+}
+
+// IssueToken issues a token for the execution's epoch. Its allowlist is the
+// pinned binding's operations plus those of the binding grants the Work
+// took, narrowed to the operations declared on this toolbelt and
+// intersected with the current ceiling. In the same transaction it revokes
+// every lower-epoch token of the execution. The token expires at the
+// attempt deadline, or earlier with Options.Lifetime.
+func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedToken, error) {
+	var raw [TokenBytes]byte
+	tb.entropyMu.Lock()
+	_, err := io.ReadFull(tb.entropy, raw[:])
+	tb.entropyMu.Unlock()
+	if err != nil {
+		return IssuedToken{}, fmt.Errorf("toolbelt: draw token bytes: %w", err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw[:])
+	digest := sha256.Sum256([]byte(token))
+	now := tb.clock.Now()
+	out := IssuedToken{Token: token, ID: tb.ids.New(ids.Token)}
+	err = tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		exe, err := tx.GetExecution(ctx, req.Execution)
+		if errors.Is(err, storage.ErrNotFound) {
+			return kernel.Refuse(extension.ErrNotFound, kernel.ErrExecutionNotFound.Code, "execution %s does not exist", req.Execution)
+		}
+		if err != nil {
+			return err
+		}
+		if exe.Epoch != req.Epoch || !exe.Live() {
+			return kernel.Refuse(extension.ErrConflict, kernel.ErrStaleEpoch.Code, "execution %s is not live at epoch %d; issue tokens only for its current epoch", exe.ID, req.Epoch)
+		}
+		if (req.Scope != "" && req.Scope != exe.Scope) || (req.Work != "" && req.Work != exe.Work) ||
+			(req.Binding != "" && req.Binding != exe.Binding) || (req.Generation != 0 && req.Generation != exe.Generation) {
+			return kernel.Refuse(extension.ErrInvalid, kernel.ErrInvalidWork.Code, "the token request does not match execution %s's scope, Work, binding or generation", exe.ID)
+		}
+		grants := req.Grants
+		if grants == nil {
+			w, err := tx.GetWork(ctx, exe.Work)
+			if err != nil {
+				return err
+			}
+			grants = w.Grants
+		}
+		// The attempt's deadline bounds the token whatever was asked for:
+		// a token never outlives active authority.
+		deadline := req.Deadline
+		if deadline.IsZero() || (!exe.Deadline.IsZero() && exe.Deadline.Before(deadline)) {
+			deadline = exe.Deadline
+		}
+		expires := deadline
+		if tb.opts.Lifetime > 0 && (expires.IsZero() || now.Add(tb.opts.Lifetime).Before(expires)) {
+			expires = now.Add(tb.opts.Lifetime)
+		}
+		if expires.IsZero() {
+			return errors.New("toolbelt: the attempt has no deadline and the toolbelt no Lifetime; a token must expire")
+		}
+		out.ExpiresAt = expires
+		out.Operations = tb.allowlist(exe.Generation, exe.Scope, exe.Binding, grants)
+		if _, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: exe.ID, BelowEpoch: exe.Epoch, At: now}); err != nil {
+			return err
+		}
+		return tx.InsertToken(ctx, &storage.Token{
+			ID: out.ID, Digest: digest[:], Execution: exe.ID, Scope: exe.Scope, Work: exe.Work, Binding: exe.Binding,
+			Generation: exe.Generation, Epoch: exe.Epoch, Operations: out.Operations, IssuedAt: now, ExpiresAt: expires,
+		})
+	})
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	return out, nil
+}
+
+// allowlist is the binding's operations plus its grants', narrowed to the
+// declared operations and the current ceiling, sorted.
+func (tb *Toolbelt) allowlist(generation int64, scope, binding string, grants []string) []string {
+	ba, ok := tb.opts.Bindings(generation, scope, binding)
+	if !ok {
+		return []string{}
+	}
+	want := slices.Clone(ba.Operations)
+	for _, g := range grants {
+		want = append(want, ba.Grants[g]...)
+	}
+	sort.Strings(want)
+	out := []string{}
+	for _, op := range slices.Compact(want) {
+		if tb.Declared(op) && tb.opts.Authorize(scope, op) {
+			out = append(out, op)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Revoke revokes one token by its id (tok_…). Revoking a revoked token
+// succeeds; an unknown id is ErrNotFound.
+func (tb *Toolbelt) Revoke(ctx context.Context, tokenID string) error {
+	return tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.GetToken(ctx, tokenID); err != nil {
+			return err
+		}
+		_, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: tokenID, At: tb.clock.Now()})
+		return err
+	})
+}
+
+// RevokeExecution revokes every token of an execution (the daemon calls it
+// when the execution finishes) and returns how many were live.
+func (tb *Toolbelt) RevokeExecution(ctx context.Context, executionID string) (int, error) {
+	var n int
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		n, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: executionID, At: tb.clock.Now()})
+		return err
+	})
+	return n, err
+}
+
+// SweepToolbelt is the retention pass: it deletes token records
+// TokenRetention after they were revoked or expired, request records
+// ReplayRetention after they were written once their execution finished,
+// and call records older than CallRetention.
+func (tb *Toolbelt) SweepToolbelt(ctx context.Context) (storage.SweepToolbeltResult, error) {
+	now := tb.clock.Now()
+	var res storage.SweepToolbeltResult
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		res, err = tx.SweepToolbelt(ctx, &storage.SweepToolbeltParams{
+			TokensBefore: now.Add(-TokenRetention), ReplaysBefore: now.Add(-ReplayRetention), CallsBefore: now.Add(-CallRetention),
+		})
+		return err
+	})
+	return res, err
+}
+
+// wellFormedToken reports whether s has an execution token's shape.
+func wellFormedToken(s string) bool {
+	if len(s) != base64.RawURLEncoding.EncodedLen(TokenBytes) {
+		return false
+	}
+	_, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil
+}
+
+// TokenByDigest returns the token stored under a digest (revoked and
+// expired ones included), for the management server's credential
+// classification and revocation by id.
+func (tb *Toolbelt) TokenByDigest(ctx context.Context, digest [sha256.Size]byte) (storage.Token, error) {
+	return tb.store.GetTokenByDigest(ctx, digest[:])
+}
+
+// IsExecutionToken reports whether token is a live (known, not revoked, not
+// expired) execution token.
+func (tb *Toolbelt) IsExecutionToken(ctx context.Context, token string) bool {
+	if !wellFormedToken(token) {
+		return false
+	}
+	d := sha256.Sum256([]byte(token))
+	t, err := tb.store.GetTokenByDigest(ctx, d[:])
+	return err == nil && !t.Revoked() && tb.clock.Now().Before(t.ExpiresAt)
+}
+
+// authenticate is the first link of the chain: digest lookup, revocation
+// and exclusive expiry (a token is expired at its ExpiresAt).
+func (tb *Toolbelt) authenticate(ctx context.Context, token string) (storage.Token, error) {
+	if !wellFormedToken(token) {
+		return storage.Token{}, forbid("the bearer is not an execution token's shape")
+	}
+	d := sha256.Sum256([]byte(token))
+	t, err := tb.store.GetTokenByDigest(ctx, d[:])
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return storage.Token{}, forbid("unknown token (never issued, or swept after revocation or expiry)")
+	case err != nil:
+		return storage.Token{}, err
+	case t.Revoked():
+		return t, forbid("token %s was revoked", t.ID)
+	case !tb.clock.Now().Before(t.ExpiresAt):
+		return t, forbid("token %s expired", t.ID)
+	}
+	return t, nil
+}
+
+// ErrToolbeltForbidden is the toolbelt's bare refusal. Its message is the
+// precise reason, for the daemon's log; servers answer it with the generic
+// 403 forbidden and never show the message.
+var ErrToolbeltForbidden = &kernel.Error{Code: "forbidden", Kind: extension.ErrForbidden}
+
+func forbid(format string, args ...any) error {
+	return kernel.Refuse(extension.ErrForbidden, ErrToolbeltForbidden.Code, format, args...)
+}
+
+// checkAssertions is the second link: narrowing assertions.
+func checkAssertions(t storage.Token, a extension.Assertions) error {
+	switch {
+	case a.ScopeID != "" && a.ScopeID != t.Scope:
+		return forbid("the request asserts scope %s; token %s is pinned to scope %s", a.ScopeID, t.ID, t.Scope)
+	case a.WorkID != "" && a.WorkID != t.Work:
+		return forbid("the request asserts Work %s; token %s is pinned to Work %s", a.WorkID, t.ID, t.Work)
+	case a.ExecutionID != "" && a.ExecutionID != t.Execution:
+		return forbid("the request asserts execution %s; token %s belongs to execution %s", a.ExecutionID, t.ID, t.Execution)
+	case a.SocketExecution != "" && a.SocketExecution != t.Execution:
+		return forbid("the request came in on execution %s's socket; token %s belongs to execution %s", a.SocketExecution, t.ID, t.Execution)
+	}
+	return nil
+}
+
+// guard is the lease-guard link, inside the call's transaction (or a
+// read): the execution is running at the token's epoch, held by this
+// daemon, its lease valid, its Work running in the token's scope, and the
+// segment has no pending declaration.
+func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Token) (storage.Execution, storage.Work, error) {
+	exe, err := tb.rt.LeaseGuard(ctx, rd, t.Execution, t.Epoch, tb.opts.Owner)
+	if err != nil {
+		return exe, storage.Work{}, err
+	}
+	w, err := rd.GetWork(ctx, exe.Work)
+	if err != nil {
+		return exe, w, err
+	}
+	if exe.Work != t.Work || w.Scope != t.Scope || exe.Scope != t.Scope {
+		return exe, w, forbid("execution %s no longer runs Work %s in scope %s", exe.ID, t.Work, t.Scope)
+	}
+	return exe, w, nil
+}
+
+var _ TokenIssuer = (*Toolbelt)(nil)
+
+// Issue implements TokenIssuer for the scheduler: it issues the token of
+// the request's epoch and returns its plaintext (see IssueToken).
+func (tb *Toolbelt) Issue(ctx context.Context, req TokenRequest) (string, error) {
+	t, err := tb.IssueToken(ctx, IssueRequest{
+		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
+		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
+	})
+	return t.Token, err
+}
