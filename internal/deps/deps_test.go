@@ -1,0 +1,231 @@
+package deps
+
+import (
+	"fmt"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/open-conduit/open-conduit"
+
+// rules says, for every package of the module, which packages of the
+// module its non-test files may import. A package missing from the table
+// fails the test, so a new package is given its layer when it is made.
+// The layers, from the bottom up, are in docs/architecture.md:
+//
+//	primitives  api, extension, internal/clock, ids, unixsock, cliexit, …
+//	records     internal/storage, internal/config, internal/executor, internal/runs
+//	kernel      internal/kernel
+//	toolbelt    internal/toolbelt
+//	scheduler   internal/scheduler
+//	servers     internal/management (and the HTTP packages below it)
+//	composition internal/bootstrap, internal/daemon
+//	clients     client, osclient
+//	programs    cmd/…, e2e/…
+//
+// Test helpers (…test, toolbeltint) sit beside what they test and may
+// import anything below it; no production package imports one.
+var rules = map[string][]string{
+	// Primitives: written once, importing nothing of the module but
+	// each other.
+	"api":                 {},
+	"extension":           {},
+	"internal/clock":      {},
+	"internal/cliexit":    {},
+	"internal/unixsock":   {},
+	"internal/ids":        {"internal/clock"},
+	"internal/bootstrap":  {},
+	"internal/executor":   {},
+	"internal/deps":       {},
+	"internal/runs":       {"internal/unixsock"},
+	"internal/storage":    {"extension"},
+	"internal/config":     {"extension", "internal/executor", "internal/executor/shell"},
+	"internal/kernel":     {"extension", "internal/clock", "internal/ids", "internal/storage"},
+	"internal/toolbelt":   {"extension", "internal/clock", "internal/ids", "internal/kernel", "internal/storage"},
+	"internal/scheduler":  {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage", "internal/toolbelt"},
+	"internal/management": {"extension", "internal/clock", "internal/config", "internal/ids", "internal/kernel", "internal/runs", "internal/storage", "internal/toolbelt", "internal/unixsock"},
+	"internal/daemon": {"extension", "internal/bootstrap", "internal/clock", "internal/config", "internal/executor", "internal/executor/shell",
+		"internal/ids", "internal/kernel", "internal/management", "internal/runs", "internal/scheduler", "internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
+
+	"internal/executor/shell": {"internal/clock", "internal/executor"},
+	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
+
+	// Clients: public, over the wire types and primitives only.
+	"client":   {},
+	"osclient": {},
+
+	// Programs.
+	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
+	"cmd/os":           {"cmd/os/oscli"},
+	"cmd/open-conduit/cli": {"client", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
+		"internal/executor/shell", "internal/management"},
+	"cmd/os/oscli":   {"extension", "internal/cliexit", "osclient"},
+	"e2e":            {},
+	"e2e/testdaemon": {"extension", "internal/daemon"},
+
+	// Test helpers.
+	"internal/storage/storagetest": {"internal/storage"},
+	"internal/toolbelt/toolbelttest": {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage",
+		"internal/storage/sqlite", "internal/toolbelt"},
+	"internal/scheduler/schedulertest": {"internal/executor"},
+	"internal/scheduler/toolbeltint": {"internal/executor", "internal/scheduler", "internal/scheduler/schedulertest", "internal/storage",
+		"internal/toolbelt/toolbelttest"},
+	"internal/management/mgmttest": {"client", "extension", "internal/clock", "internal/config", "internal/ids", "internal/kernel",
+		"internal/management", "internal/storage", "internal/storage/sqlite"},
+}
+
+// forbidden are imports from outside the module that a package (or every
+// package under a prefix ending in "/") must never have: storage never
+// knows HTTP, and the HTTP layers never hold SQL.
+var forbidden = map[string][]string{
+	"internal/storage/":   {"net/http"},
+	"internal/kernel/":    {"net/http", "database/sql"},
+	"internal/toolbelt/":  {"net/http", "database/sql"},
+	"internal/scheduler/": {"net/http", "database/sql"},
+	"internal/config/":    {"net/http", "database/sql"},
+	"internal/management": {"database/sql"},
+	"client":              {"database/sql"},
+	"osclient":            {"database/sql"},
+}
+
+func TestDependencyRules(t *testing.T) {
+	graph, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graph) < 10 {
+		t.Fatalf("found only %d packages: the walk is broken", len(graph))
+	}
+	for _, v := range check(graph, rules, forbidden) {
+		t.Error(v)
+	}
+}
+
+// The rules themselves can fail: a graph with a deliberate violation of
+// each kind is refused, and the tree's own graph, changed by one import,
+// is refused too.
+func TestDependencyRulesRefuseViolations(t *testing.T) {
+	graph, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		pkg, imp string
+		want     string
+	}{
+		"the kernel imports the toolbelt":       {"internal/kernel", module + "/internal/toolbelt", "may not import internal/toolbelt"},
+		"storage knows HTTP":                    {"internal/storage/sqlite", "net/http", "must never import net/http"},
+		"config imports an executor":            {"internal/config", module + "/internal/executor/shell/x", "may not import"},
+		"a handler holds SQL":                   {"internal/management", "database/sql", "must never import database/sql"},
+		"something imports cmd":                 {"internal/daemon", module + "/cmd/open-conduit/cli", "may not import cmd/open-conduit/cli"},
+		"production imports a test helper":      {"internal/daemon", module + "/internal/storage/storagetest", "may not import internal/storage/storagetest"},
+		"a package nobody gave a layer":         {"internal/newthing", "fmt", "has no rule"},
+		"the client reaches into the internals": {"client", module + "/internal/storage", "may not import internal/storage"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := map[string][]string{}
+			for p, imps := range graph {
+				g[p] = slices.Clone(imps)
+			}
+			g[c.pkg] = append(g[c.pkg], c.imp)
+			vs := check(g, rules, forbidden)
+			if !slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, c.want) }) {
+				t.Fatalf("adding %s → %s was not refused (want %q); got %q", c.pkg, c.imp, c.want, vs)
+			}
+		})
+	}
+}
+
+// check returns every violation of the rules in graph (package → its
+// imports), sorted.
+func check(graph map[string][]string, rules, forbidden map[string][]string) []string {
+	var out []string
+	for pkg, imps := range graph {
+		allowed, ok := rules[pkg]
+		if !ok {
+			out = append(out, fmt.Sprintf("package %s has no rule in deps_test.go: give it its layer", pkg))
+			continue
+		}
+		for _, imp := range imps {
+			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+				if !slices.Contains(allowed, rel) {
+					out = append(out, fmt.Sprintf("%s may not import %s", pkg, rel))
+				}
+				continue
+			}
+			for prefix, bad := range forbidden {
+				if (pkg == prefix || strings.HasPrefix(pkg+"/", prefix) && strings.HasSuffix(prefix, "/")) && slices.Contains(bad, imp) {
+					out = append(out, fmt.Sprintf("%s must never import %s", pkg, imp))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// load returns the module's packages (relative to the module root) and
+// the imports of their non-test files for this platform.
+func load() (map[string][]string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	graph := map[string][]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		var none *build.NoGoError
+		if errorsAs(err, &none) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		graph[filepath.ToSlash(rel)] = pkg.Imports
+		return nil
+	})
+	return graph, err
+}
+
+func errorsAs(err error, target **build.NoGoError) bool {
+	e, ok := err.(*build.NoGoError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// moduleRoot is the directory holding go.mod, above the test's own.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
