@@ -398,7 +398,11 @@ func (s *schema) readExtensions(n *node, out map[string]*docExtension) {
 	}
 }
 
-const remedyID = "an id is a lower-case letter followed by up to 62 lower-case letters, digits or '-': rename it"
+// idRemedy is the remedy of a malformed id of a thing (scope, binding,
+// grant, route).
+func idRemedy(thing string) string {
+	return "a " + thing + " id is a lower-case letter followed by up to 62 lower-case letters, digits or '-': rename it"
+}
 
 func (s *schema) readScopes(n *node, out map[string]*docScope) bool {
 	if !s.object(n, "an object mapping scope ids to scopes") {
@@ -406,7 +410,7 @@ func (s *schema) readScopes(n *node, out map[string]*docScope) bool {
 	}
 	for _, m := range n.members {
 		if !validID(m.name) {
-			s.add(n.child(m.name), CodeInvalidValue, "a scope "+remedyID)
+			s.add(n.child(m.name), CodeInvalidValue, idRemedy("scope"))
 			continue
 		}
 		sc := &docScope{id: m.name, enabled: true, authOK: true, bindings: map[string]*docBinding{}, bindingsOK: true}
@@ -488,7 +492,7 @@ func (s *schema) readBindings(n *node, out map[string]*docBinding) bool {
 	}
 	for _, m := range n.members {
 		if !validID(m.name) {
-			s.add(n.child(m.name), CodeInvalidValue, "a binding "+remedyID)
+			s.add(n.child(m.name), CodeInvalidValue, idRemedy("binding"))
 			continue
 		}
 		b := &docBinding{id: m.name, grants: map[string]*docGrant{}}
@@ -574,7 +578,7 @@ func (s *schema) readGrants(n *node, b *docBinding) {
 	}
 	for _, m := range n.members {
 		if !validID(m.name) {
-			s.add(n.child(m.name), CodeInvalidValue, "a grant "+remedyID)
+			s.add(n.child(m.name), CodeInvalidValue, idRemedy("grant"))
 			continue
 		}
 		g := &docGrant{id: m.name}
@@ -617,7 +621,7 @@ func (s *schema) readRoutes(n *node, sc *docScope) {
 					if validID(id) {
 						r.id = id
 					} else {
-						s.add(v.path(), CodeInvalidValue, "a route "+remedyID)
+						s.add(v.path(), CodeInvalidValue, idRemedy("route"))
 					}
 				}
 			case "match":
