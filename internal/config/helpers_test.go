@@ -91,7 +91,7 @@ const baseConfig = `{
         }
       },
       "routes": [
-        {"id": "manual", "match": {"type": "core.manual", "source": "core.manual"}, "binding": "agent", "effect": "start"},
+        {"id": "manual", "match": {"type": "deploy.*", "source": "core.manual"}, "binding": "agent", "effect": "start"},
         {"id": "github", "match": {"type": "github.*"}, "binding": "agent"},
         {"id": "noise", "match": {"type": "slack.message"}, "effect": "drop"}
       ]

@@ -371,8 +371,14 @@ func TestDocumentedExamples(t *testing.T) {
 			continue
 		}
 		n++
-		if _, res := Validate([]byte(block), testRegistry(t)); !res.Valid() {
+		_, res := Validate([]byte(block), testRegistry(t))
+		if !res.Valid() {
 			t.Errorf("documented example %d is invalid: %v", n, res.Diagnostics)
+		}
+		for _, w := range res.Warnings {
+			if w.Code == WarnRouteNeverFires {
+				t.Errorf("documented example %d has a route that never fires: %v", n, w)
+			}
 		}
 		// Examples that name nothing an extension registers pass
 		// open-conduit config check as this release ships.

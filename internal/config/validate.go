@@ -45,7 +45,7 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		is.add(nil, CodeInvalidJSON, "the configuration could not be encoded again: report this as a bug")
 		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
 	}
-	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: GrantWarnings(snap, reg)}
+	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: append(GrantWarnings(snap, reg), RouteWarnings(snap)...)}
 }
 
 // ancestry is how a live scope's chain of parents ends.

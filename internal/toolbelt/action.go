@@ -18,10 +18,6 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-// TypeAction is the type of the Event that records an operator's action
-// (from kernel.SourceAction, with the operator as its Actor).
-const TypeAction = "core.action"
-
 // MaxActionInput bounds an action's input (255 KiB), so that the
 // core.action Event recording it stays within kernel.MaxDataBytes.
 const MaxActionInput = kernel.MaxDataBytes - 1024
