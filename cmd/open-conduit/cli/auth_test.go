@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,21 +84,47 @@ func TestHealthCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "status") || !strings.Contains(out, "ok") || !strings.Contains(out, "9.9.9") {
 		t.Fatalf("health: %d %q %q", code, out, errs)
 	}
-	// --json prints the API's body as it came.
+	// --json prints the API's object with the socket the table shows.
 	code, out, _ = run(t, "--json", "health")
 	resp, err := h.Client.Do(context.Background(), "GET", "/v1/health", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 || out != string(resp.Body) {
-		t.Fatalf("health --json = %q, API body %q", out, resp.Body)
+	want := map[string]any{}
+	if err := json.Unmarshal(resp.Body, &want); err != nil {
+		t.Fatal(err)
+	}
+	want["socket"] = h.Socket
+	sameJSON := func(out string) bool {
+		got := map[string]any{}
+		return json.Unmarshal([]byte(out), &got) == nil && reflect.DeepEqual(got, want)
+	}
+	if code != 0 || !sameJSON(out) {
+		t.Fatalf("health --json = %q, want the API body %q with the socket %s", out, resp.Body, h.Socket)
 	}
 	// The flags work after the command too, and an explicit endpoint and
 	// token file are used.
 	t.Setenv(EnvState, t.TempDir())
 	code, out, errs = run(t, "health", "--endpoint", h.Socket, "--token-file", h.TokenFile, "--json")
-	if code != 0 || out != string(resp.Body) {
+	if code != 0 || !sameJSON(out) {
 		t.Fatalf("health with flags: %d %q %q", code, out, errs)
+	}
+}
+
+// An endpoint given as a URL is refused as a usage error that says the
+// endpoint is a socket path; unix:// is taken as the path it names.
+func TestEndpointURLIsRefused(t *testing.T) {
+	h := serve(t, mgmttest.Options{})
+	code, _, errs := run(t, "health", "--endpoint", "http://localhost:8080")
+	if code != 2 || !strings.Contains(errs, "Unix socket") || !strings.Contains(errs, "--endpoint") {
+		t.Fatalf("a URL endpoint: %d %q", code, errs)
+	}
+	t.Setenv(EnvEndpoint, "https://example.invalid/x")
+	if code, _, errs := run(t, "health"); code != 2 || !strings.Contains(errs, "$"+EnvEndpoint) {
+		t.Fatalf("a URL in the environment: %d %q", code, errs)
+	}
+	if code, out, errs := run(t, "health", "--endpoint", "unix://"+h.Socket); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("unix:// endpoint: %d %q %q", code, out, errs)
 	}
 }
 

@@ -88,6 +88,9 @@ func resolveTarget(cmd *cobra.Command) (target, error) {
 		}
 	}
 	t.socket = strings.TrimPrefix(t.socket, "unix://")
+	if strings.Contains(t.socket, "://") {
+		return t, usagef("the endpoint from %s is a URL; the endpoint is the path of the daemon's Unix socket (<state>/management.sock): pass that path instead", t.socketFrom)
+	}
 	return t, nil
 }
 

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +26,11 @@ func newHealthCmd(s Streams) *cobra.Command {
 				return clientFailure(err, t)
 			}
 			if wantJSON(cmd) {
-				return printRaw(s.Out, h.Raw)
+				body, err := withSocket(h.Raw, c.Socket())
+				if err != nil {
+					return err
+				}
+				return printRaw(s.Out, body)
 			}
 			return printLines(s.Out, [][]string{
 				{"status", h.Status},
@@ -33,4 +40,19 @@ func newHealthCmd(s Streams) *cobra.Command {
 			})
 		},
 	}
+}
+
+// withSocket adds the socket the command asked, as "socket", to the API's
+// health object, so --json says what the table says.
+func withSocket(raw []byte, socket string) ([]byte, error) {
+	var obj map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("the daemon's health answer is not a JSON object: %w", err)
+	}
+	sock, err := jsonv2.Marshal(socket)
+	if err != nil {
+		return nil, err
+	}
+	obj["socket"] = sock
+	return jsonv2.Marshal(obj, jsonv2.Deterministic(true))
 }

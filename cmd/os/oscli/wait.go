@@ -41,7 +41,7 @@ the timeout passes.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&in.Types, "type", nil, "an Event type to wait for (repeatable)")
 	f.StringArrayVar(&in.Keys, "key", nil, "a correlation key to wait on (repeatable)")
-	f.StringVar(&in.Timeout, "timeout", "", "the longest wait, such as 10m; the host's default when unset")
+	f.StringVar(&in.Timeout, "timeout", "", "the longest wait, such as 10m (at most 720h); unset, the wait has no timeout and lasts until a matching Event arrives or an operator wakes or cancels the Work")
 	f.StringVar(&requestID, "request-id", "", "make the declaration idempotent under this ID")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
