@@ -22,7 +22,7 @@ const cfgValid = `{
     "ops": {
       "authorization": {"operations": ["emit", "wait", "declare_outcome"], "reads": ["work"]},
       "bindings": {"agent": {"executor": "shell", "config": {"command": ["true"]}, "operations": ["emit"], "secrets": {"GH_TOKEN": "gh"}, "requires": ["toolbelt"]}},
-      "routes": [{"id": "manual", "match": {"type": "core.manual"}, "binding": "agent"}]
+      "routes": [{"id": "manual", "match": {"type": "ops.*", "source": "core.manual"}, "binding": "agent"}]
     }
   }
 }`
