@@ -16,6 +16,7 @@ type Code string
 const (
 	CodeInvalidJSON            Code = "invalid_json"
 	CodeTooLarge               Code = "too_large"
+	CodeTooDeep                Code = "too_deep"
 	CodeDuplicateKey           Code = "duplicate_key"
 	CodeUnknownField           Code = "unknown_field"
 	CodeNullValue              Code = "null_value"

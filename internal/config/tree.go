@@ -12,6 +12,12 @@ import (
 // MaxSize is the largest configuration file accepted: 1 MiB.
 const MaxSize = 1 << 20
 
+// MaxDepth bounds how deep values nest (the top-level object is depth 1).
+// A configuration needs far fewer levels; the bound keeps the cost of
+// reading a hostile document, and of every diagnostic's pointer, linear in
+// its size.
+const MaxDepth = 64
+
 // kind is the JSON kind of a node.
 type kind uint8
 
@@ -87,7 +93,7 @@ func parseTree(data []byte, is *issues) *node {
 		is.add(nil, CodeInvalidJSON, `the file is empty: a configuration is one JSON object, starting with {"version": 1`)
 		return nil
 	}
-	root, err := b.value(nil, step{})
+	root, err := b.value(nil, step{}, 1)
 	if err != nil {
 		return nil
 	}
@@ -129,8 +135,12 @@ func unquote(raw jsontext.Value) (string, bool) {
 	return string(s), err == nil
 }
 
-func (b *treeBuilder) value(parent *node, at step) (*node, error) {
+func (b *treeBuilder) value(parent *node, at step, depth int) (*node, error) {
 	n := &node{parent: parent, at: at}
+	if k := b.dec.PeekKind(); depth > MaxDepth && (k == '{' || k == '[') {
+		b.is.add(n.path(), CodeTooDeep, fmt.Sprintf("objects and arrays nest more than %d levels deep here: a configuration never needs that many, so flatten it", MaxDepth))
+		return nil, errStop
+	}
 	switch b.dec.PeekKind() {
 	case '{':
 		if _, err := b.dec.ReadToken(); err != nil {
@@ -166,7 +176,7 @@ func (b *treeBuilder) value(parent *node, at step) (*node, error) {
 				continue
 			}
 			seen[name] = true
-			v, err := b.value(n, keyStep(name))
+			v, err := b.value(n, keyStep(name), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -184,7 +194,7 @@ func (b *treeBuilder) value(parent *node, at step) (*node, error) {
 				}
 				return n, nil
 			}
-			v, err := b.value(n, idxStep(len(n.elems)))
+			v, err := b.value(n, idxStep(len(n.elems)), depth+1)
 			if err != nil {
 				return nil, err
 			}
