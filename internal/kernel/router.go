@@ -61,39 +61,28 @@ type Decision struct {
 func (d Decision) Woke() bool { return d.Effect == EffectWake || len(d.OtherWakes) > 0 }
 
 // decide is the router's one decision function: Route and Trace both call
-// it, so a trace shows exactly what routing would do.
+// it, so a trace shows exactly what routing would do. Its steps, in order:
 //
-//  1. The correlation key resolves the event to the nonterminal Work that
-//     owns it in the event's scope (or, when the key is the id of a Work
-//     that has finished, to that Work).
-//  2. Waits: the resolved Work's active Wait, the active waits that name
+//  1. owner: the correlation key resolves the event to the nonterminal
+//     Work that owns it in the event's scope (or, when the key is the id
+//     of a Work that has finished, to that Work).
+//  2. wakes: the resolved Work's active Wait, the active waits that name
 //     the key explicitly, and the active Wait of the parent of the Work
-//     whose id the key is (a type-only wait subscribes on its children).
-//  3. A waiting or finished Work bypasses the routes: the event wakes the
-//     Work when it satisfies its Wait, else it is queued for it (waiting)
-//     or dropped (finished).
-//  4. Otherwise the scope's routes are matched in order (type exact or
-//     prefix.*, then source); the first match decides: start (queue when
-//     a Work owns the key), queue (drop when none does) or drop; no match
-//     is unmatched. An event from the owning Work itself is never queued
-//     back to it (drop).
+//     whose id the key is (a type-only wait subscribes on its children),
+//     split by splitWakes into the owner's own wake and the others.
+//  3. bypass: a waiting or finished Work bypasses the routes: the event
+//     wakes the Work when it satisfies its Wait, else it is queued for it
+//     (waiting) or dropped (finished).
+//  4. match: otherwise the scope's routes are matched in order (type exact
+//     or prefix.*, then source); the first match decides (routeEffect):
+//     start (queue when a Work owns the key), queue (drop when none does)
+//     or drop; no match is unmatched. An event from the owning Work itself
+//     is never queued back to it (drop).
 func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Event) (Decision, error) {
 	d := Decision{OtherWakes: []Wake{}}
-	var owner *storage.Work
-	if ev.CorrelationKey != "" {
-		w, err := rd.GetKeyOwner(ctx, ev.Scope, ev.CorrelationKey)
-		switch {
-		case err == nil:
-			owner = &w
-		case !errors.Is(err, storage.ErrNotFound):
-			return d, err
-		default:
-			if w, err := rd.GetWork(ctx, ev.CorrelationKey); err == nil && w.Scope == ev.Scope && w.State.Terminal() {
-				owner = &w
-			} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return d, err
-			}
-		}
+	owner, err := resolveOwner(ctx, rd, ev)
+	if err != nil {
+		return d, err
 	}
 	if owner != nil {
 		d.Work, d.WorkState = owner.ID, owner.State
@@ -103,61 +92,22 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	if err != nil {
 		return d, err
 	}
-	var primary *Wake
-	for i, wk := range wakes {
-		if owner != nil && wk.Work == owner.ID && owner.State == storage.WorkWaiting {
-			primary = &wakes[i]
-			continue
-		}
-		d.OtherWakes = append(d.OtherWakes, wk)
+	primary, others := splitWakes(wakes, owner)
+	d.OtherWakes = append(d.OtherWakes, others...)
+
+	routes, err := r.scopeRoutes(ctx, ev.Scope)
+	if err != nil {
+		return d, err
 	}
 
-	var routes []Route
-	if h := r.routes.Load(); h != nil && h.p != nil {
-		if routes, err = h.p.Routes(ctx, ev.Scope); err != nil {
-			return d, fmt.Errorf("kernel: routes of scope %s: %w", ev.Scope, err)
-		}
-	}
-
-	if owner != nil && (owner.State == storage.WorkWaiting || owner.State.Terminal()) {
-		reason := fmt.Sprintf("Work %s is %s", owner.ID, owner.State)
-		for _, rt := range routes {
-			d.Routes = append(d.Routes, RouteVerdict{Route: rt.ID, Verdict: VerdictBypassed, Reason: reason})
-		}
-		switch {
-		case primary != nil:
-			d.Effect, d.Wait = EffectWake, primary.Wait
-			d.Detail = fmt.Sprintf("wakes Work %s: %s", owner.ID, primary.Reason)
-		case owner.State == storage.WorkWaiting:
-			d.Effect = EffectQueue
-			d.Detail = fmt.Sprintf("Work %s is waiting and this event does not satisfy its Wait; it is queued as input for when the Work wakes", owner.ID)
-		default:
-			d.Effect = EffectDrop
-			d.Detail = fmt.Sprintf("Work %s has %s", owner.ID, owner.State)
-		}
+	if bypasses(owner) {
+		d.Routes = bypassRoutes(routes, owner)
+		d.Effect, d.Wait, d.Detail = bypassEffect(owner, primary)
 		return d, nil
 	}
 
-	matched := -1
-	for i, rt := range routes {
-		if matched >= 0 {
-			d.Routes = append(d.Routes, RouteVerdict{Route: rt.ID, Verdict: VerdictNotReached, Reason: fmt.Sprintf("route %s matched first", routes[matched].ID)})
-			continue
-		}
-		switch {
-		case !matchType(rt.MatchType, ev.Type):
-			d.Routes = append(d.Routes, RouteVerdict{Route: rt.ID, Verdict: VerdictSkip, Reason: fmt.Sprintf("type %s does not match %s", ev.Type, rt.MatchType)})
-		case rt.MatchSource != "" && rt.MatchSource != ev.Source:
-			d.Routes = append(d.Routes, RouteVerdict{Route: rt.ID, Verdict: VerdictSkip, Reason: fmt.Sprintf("source %s is not %s", ev.Source, rt.MatchSource)})
-		default:
-			matched = i
-			reason := fmt.Sprintf("type %s matches %s", ev.Type, rt.MatchType)
-			if rt.MatchSource != "" {
-				reason += " and source is " + rt.MatchSource
-			}
-			d.Routes = append(d.Routes, RouteVerdict{Route: rt.ID, Verdict: VerdictMatch, Reason: reason})
-		}
-	}
+	verdicts, matched := matchRoutes(routes, ev)
+	d.Routes = verdicts
 	if matched < 0 {
 		d.Effect = EffectUnmatched
 		d.Detail = fmt.Sprintf("no route of scope %s matches type %s from %s", ev.Scope, ev.Type, ev.Source)
@@ -165,41 +115,146 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	}
 	rt := routes[matched]
 	d.Route = rt.ID
+	d.Effect, d.Binding, d.Detail = routeEffect(rt, owner, ev)
+	return d, nil
+}
+
+// resolveOwner is the decision's owner step: the nonterminal Work that
+// owns the event's correlation key in its scope, or the finished Work of
+// that scope whose id the key is; nil for none (and for no key).
+func resolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
+	if ev.CorrelationKey == "" {
+		return nil, nil
+	}
+	w, err := rd.GetKeyOwner(ctx, ev.Scope, ev.CorrelationKey)
+	switch {
+	case err == nil:
+		return &w, nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	}
+	w, err = rd.GetWork(ctx, ev.CorrelationKey)
+	switch {
+	case err == nil && w.Scope == ev.Scope && w.State.Terminal():
+		return &w, nil
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	}
+	return nil, nil
+}
+
+// splitWakes separates the wake of the owner's own Wait (when the owner
+// is waiting) from the wakes of other Work, kept in order.
+func splitWakes(wakes []Wake, owner *storage.Work) (primary *Wake, others []Wake) {
+	for i, wk := range wakes {
+		if owner != nil && wk.Work == owner.ID && owner.State == storage.WorkWaiting {
+			primary = &wakes[i]
+			continue
+		}
+		others = append(others, wk)
+	}
+	return primary, others
+}
+
+// scopeRoutes are the current routes of a scope, in order (none before a
+// route provider is set).
+func (r *Runtime) scopeRoutes(ctx context.Context, scope string) ([]Route, error) {
+	h := r.routes.Load()
+	if h == nil || h.p == nil {
+		return nil, nil
+	}
+	routes, err := h.p.Routes(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: routes of scope %s: %w", scope, err)
+	}
+	return routes, nil
+}
+
+// bypasses reports whether the owner skips the routes: it is waiting or
+// has finished.
+func bypasses(owner *storage.Work) bool {
+	return owner != nil && (owner.State == storage.WorkWaiting || owner.State.Terminal())
+}
+
+// bypassRoutes marks every route bypassed because of the owner's state.
+func bypassRoutes(routes []Route, owner *storage.Work) []RouteVerdict {
+	var out []RouteVerdict
+	reason := fmt.Sprintf("Work %s is %s", owner.ID, owner.State)
+	for _, rt := range routes {
+		out = append(out, RouteVerdict{Route: rt.ID, Verdict: VerdictBypassed, Reason: reason})
+	}
+	return out
+}
+
+// bypassEffect is what becomes of an event whose owner bypasses the
+// routes: it wakes the owner (primary, the Wait it satisfies), is queued
+// for a waiting owner, or is dropped for a finished one.
+func bypassEffect(owner *storage.Work, primary *Wake) (effect Effect, wait, detail string) {
+	switch {
+	case primary != nil:
+		return EffectWake, primary.Wait, fmt.Sprintf("wakes Work %s: %s", owner.ID, primary.Reason)
+	case owner.State == storage.WorkWaiting:
+		return EffectQueue, "", fmt.Sprintf("Work %s is waiting and this event does not satisfy its Wait; it is queued as input for when the Work wakes", owner.ID)
+	}
+	return EffectDrop, "", fmt.Sprintf("Work %s has %s", owner.ID, owner.State)
+}
+
+// matchRoutes is the decision's match step: every route's verdict on the
+// event, in order (skip with the reason, the first match, then
+// not_reached), and the index of the matching route (-1 for none).
+func matchRoutes(routes []Route, ev storage.Event) ([]RouteVerdict, int) {
+	var out []RouteVerdict
+	matched := -1
+	for i, rt := range routes {
+		if matched >= 0 {
+			out = append(out, RouteVerdict{Route: rt.ID, Verdict: VerdictNotReached, Reason: fmt.Sprintf("route %s matched first", routes[matched].ID)})
+			continue
+		}
+		switch {
+		case !matchType(rt.MatchType, ev.Type):
+			out = append(out, RouteVerdict{Route: rt.ID, Verdict: VerdictSkip, Reason: fmt.Sprintf("type %s does not match %s", ev.Type, rt.MatchType)})
+		case rt.MatchSource != "" && rt.MatchSource != ev.Source:
+			out = append(out, RouteVerdict{Route: rt.ID, Verdict: VerdictSkip, Reason: fmt.Sprintf("source %s is not %s", ev.Source, rt.MatchSource)})
+		default:
+			matched = i
+			reason := fmt.Sprintf("type %s matches %s", ev.Type, rt.MatchType)
+			if rt.MatchSource != "" {
+				reason += " and source is " + rt.MatchSource
+			}
+			out = append(out, RouteVerdict{Route: rt.ID, Verdict: VerdictMatch, Reason: reason})
+		}
+	}
+	return out, matched
+}
+
+// routeEffect is what the matching route does with the event, given the
+// key's owner (nil for none): start, queue or drop, the binding of a
+// start, and the detail.
+func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect, binding, detail string) {
 	if owner != nil && ev.Work == owner.ID && (rt.Effect == EffectStart || rt.Effect == EffectQueue) {
 		// An execution's own emission on a key its Work owns never comes
 		// back to it as input (it would run the Work again on its own
 		// output).
-		d.Effect = EffectDrop
-		d.Detail = fmt.Sprintf("the event came from Work %s, which owns key %q; it is not queued back to it", owner.ID, ev.CorrelationKey)
-		return d, nil
+		return EffectDrop, "", fmt.Sprintf("the event came from Work %s, which owns key %q; it is not queued back to it", owner.ID, ev.CorrelationKey)
 	}
 	switch rt.Effect {
 	case EffectStart:
 		if owner != nil {
-			d.Effect = EffectQueue
-			d.Detail = fmt.Sprintf("Work %s owns key %q, so the event is queued for it instead of starting another", owner.ID, ev.CorrelationKey)
-		} else {
-			d.Effect, d.Binding = EffectStart, rt.Binding
-			d.Detail = fmt.Sprintf("starts a new Work on binding %s with this event as its first input", rt.Binding)
+			return EffectQueue, "", fmt.Sprintf("Work %s owns key %q, so the event is queued for it instead of starting another", owner.ID, ev.CorrelationKey)
 		}
+		return EffectStart, rt.Binding, fmt.Sprintf("starts a new Work on binding %s with this event as its first input", rt.Binding)
 	case EffectQueue:
-		if owner != nil {
-			d.Effect = EffectQueue
-			d.Detail = fmt.Sprintf("queued as input for Work %s, which owns key %q", owner.ID, ev.CorrelationKey)
-		} else {
-			d.Effect = EffectDrop
-			if ev.CorrelationKey == "" {
-				d.Detail = "the route queues, but the event has no correlation key"
-			} else {
-				d.Detail = fmt.Sprintf("the route queues, but no unfinished Work owns key %q", ev.CorrelationKey)
-			}
+		switch {
+		case owner != nil:
+			return EffectQueue, "", fmt.Sprintf("queued as input for Work %s, which owns key %q", owner.ID, ev.CorrelationKey)
+		case ev.CorrelationKey == "":
+			return EffectDrop, "", "the route queues, but the event has no correlation key"
 		}
+		return EffectDrop, "", fmt.Sprintf("the route queues, but no unfinished Work owns key %q", ev.CorrelationKey)
 	case EffectDrop:
-		d.Effect, d.Detail = EffectDrop, fmt.Sprintf("route %s drops it", rt.ID)
-	default:
-		d.Effect, d.Detail = EffectDrop, fmt.Sprintf("route %s has effect %q, which this release does not apply", rt.ID, rt.Effect)
+		return EffectDrop, "", fmt.Sprintf("route %s drops it", rt.ID)
 	}
-	return d, nil
+	return EffectDrop, "", fmt.Sprintf("route %s has effect %q, which this release does not apply", rt.ID, rt.Effect)
 }
 
 // wakesFor lists the active waits the event satisfies.

@@ -45,6 +45,13 @@ const (
 // with how the segment ended and the exit code the executor saw.
 //
 // res is what the executor observed: its ExitCode is recorded as seen.
+//
+// The steps, in order (see complete and apply): the artifacts are staged
+// outside storage; then, in one transaction, fence (the segment looked up,
+// the fence checked), and confirmStop for a stopping attempt, or the
+// artifacts committed and apply: readDeclaration, then applyWait,
+// applyOutcome or applyExecutorResult, each ending with the declaration
+// marked. A failed transaction discards the staged artifacts.
 func (s *Scheduler) Complete(ctx context.Context, executionID string, epoch int64, res executor.Result) error {
 	return s.complete(ctx, executionID, epoch, res, true)
 }
@@ -56,6 +63,12 @@ var errUnobservedStop = errors.New("scheduler: the executor lost sight of a stop
 // complete is Complete; observed is false for a result the scheduler made
 // up because the executor failed to observe the segment: no exit code is
 // recorded then, and a stopping attempt is not confirmed stopped by it.
+//
+// Its steps, in order: the artifacts are staged outside storage; then, in
+// one transaction, fence looks the segment up and checks the fence, and
+// either confirmStop records a stopping attempt's physical stop, or the
+// artifacts are committed and apply applies the result. A refused or
+// failed transaction discards the staged artifacts.
 func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int64, res executor.Result, observed bool) error {
 	var exit *int
 	if observed {
@@ -63,33 +76,12 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 	}
 	staged := s.stageArtifacts(executionID, res)
 	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
-		cur, err := tx.GetExecution(ctx, executionID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return kernel.ErrExecutionNotFound
-		}
+		exe, stopping, err := s.fence(ctx, tx, executionID, epoch)
 		if err != nil {
 			return err
 		}
-		if cur.State == storage.ExecutionStopping && cur.Epoch == epoch && cur.Owner == s.o.Owner {
-			if !observed {
-				return errUnobservedStop
-			}
-			if err := s.commitArtifacts(ctx, tx, cur, staged); err != nil {
-				return err
-			}
-			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, executionID, epoch, stopMessage(res), exit)
-			return err
-		}
-		// The fence: nothing below runs unless this is the live epoch.
-		exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
-			ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: s.now(),
-		})
-		if errors.Is(err, storage.ErrFenced) {
-			return &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
-				Message: fmt.Sprintf("epoch %d of execution %s is not the live one; its result is not applied", epoch, executionID)}
-		}
-		if err != nil {
-			return err
+		if stopping {
+			return s.confirmStop(ctx, tx, exe, staged, res, exit, observed)
 		}
 		if err := s.commitArtifacts(ctx, tx, exe, staged); err != nil {
 			return err
@@ -101,6 +93,49 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 			_ = st.Discard()
 		}
 	}
+	return err
+}
+
+// fence is the first step of complete: the segment looked up and the
+// fence checked. It returns the execution and whether it is this owner's
+// stopping attempt at epoch (whose result is its physical stop); else the
+// running execution at epoch held by this owner, after the fenced update
+// (kernel.ErrStaleEpoch when that is not the live epoch: nothing after
+// runs then), or kernel.ErrExecutionNotFound.
+func (s *Scheduler) fence(ctx context.Context, tx storage.Tx, executionID string, epoch int64) (storage.Execution, bool, error) {
+	cur, err := tx.GetExecution(ctx, executionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return cur, false, kernel.ErrExecutionNotFound
+	}
+	if err != nil {
+		return cur, false, err
+	}
+	if cur.State == storage.ExecutionStopping && cur.Epoch == epoch && cur.Owner == s.o.Owner {
+		return cur, true, nil
+	}
+	// The fence: nothing below runs unless this is the live epoch.
+	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+		ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: s.now(),
+	})
+	if errors.Is(err, storage.ErrFenced) {
+		return exe, false, &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
+			Message: fmt.Sprintf("epoch %d of execution %s is not the live one; its result is not applied", epoch, executionID)}
+	}
+	return exe, false, err
+}
+
+// confirmStop records a stopping attempt's result as its physical stop:
+// its artifacts, then the execution finishes cancelled with how the
+// segment ended and the exit code seen. A result the executor did not
+// observe confirms nothing (errUnobservedStop).
+func (s *Scheduler) confirmStop(ctx context.Context, tx storage.Tx, exe storage.Execution, staged []*artifactStage, res executor.Result, exit *int, observed bool) error {
+	if !observed {
+		return errUnobservedStop
+	}
+	if err := s.commitArtifacts(ctx, tx, exe, staged); err != nil {
+		return err
+	}
+	_, err := s.rt.ConfirmStoppedInTx(ctx, tx, exe.ID, exe.Epoch, stopMessage(res), exit)
 	return err
 }
 
@@ -161,111 +196,195 @@ func (s *Scheduler) finishExecution(ctx context.Context, tx storage.Tx, exe stor
 	return err
 }
 
+// applyPath is which of apply's steps a segment's result takes.
+type applyPath int
+
+const (
+	// applyResult: the executor's result, with no declaration applied (a
+	// pending one is discarded).
+	applyResult applyPath = iota
+	// applyWait: a declared wait, of a segment that ended normally.
+	applyWait
+	// applyOutcome: a declared outcome.
+	applyOutcome
+)
+
+// pathOf chooses apply's step from the pending declaration (ok false:
+// none) and the executor's result: a declared wait applies only when the
+// segment ended normally (succeeded or suspended).
+func pathOf(d kernel.Declaration, ok bool, res executor.Result) applyPath {
+	endedWell := res.Outcome == executor.Succeeded || res.Outcome == executor.Suspended
+	switch {
+	case ok && d.Wait != nil && endedWell:
+		return applyWait
+	case ok && d.Outcome != nil:
+		return applyOutcome
+	}
+	return applyResult
+}
+
+// declaration is a segment's pending declaration, read and parsed.
+type declaration struct {
+	rec storage.Declaration
+	d   kernel.Declaration
+}
+
+// readDeclaration is the segment's pending declaration (ok false: none).
+func readDeclaration(ctx context.Context, tx storage.Tx, exe storage.Execution) (declaration, bool, error) {
+	rec, err := tx.GetPendingDeclaration(ctx, exe.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return declaration{}, false, nil
+	}
+	if err != nil {
+		return declaration{}, false, err
+	}
+	d, err := kernel.ParseDeclaration(rec)
+	if err != nil {
+		return declaration{}, false, err
+	}
+	return declaration{rec: rec, d: d}, true, nil
+}
+
+// mark records what became of a pending declaration (applied or
+// discarded).
+func (s *Scheduler) mark(ctx context.Context, tx storage.Tx, decl declaration, disposition string) error {
+	return tx.MarkDeclarationApplied(ctx, &storage.MarkDeclarationAppliedParams{Execution: decl.rec.Execution, Epoch: decl.rec.Epoch, Disposition: disposition, At: s.now()})
+}
+
+// apply applies a fenced segment's result inside complete's transaction.
+// Its steps: readDeclaration reads the pending declaration; pathOf
+// chooses applyWait (a declared wait), applyOutcome (a declared outcome)
+// or, with the declaration marked discarded, applyExecutorResult. Each
+// path finishes or parks the execution, moves the Work and marks the
+// declaration in this same transaction.
 func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result, exit *int) error {
-	decl, err := tx.GetPendingDeclaration(ctx, exe.ID)
-	hasDecl := err == nil
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	decl, ok, err := readDeclaration(ctx, tx, exe)
+	if err != nil {
 		return err
 	}
-	var d kernel.Declaration
-	if hasDecl {
-		if d, err = kernel.ParseDeclaration(decl); err != nil {
+	switch pathOf(decl.d, ok, res) {
+	case applyWait:
+		return s.applyWait(ctx, tx, exe, decl, res, exit)
+	case applyOutcome:
+		return s.applyOutcome(ctx, tx, exe, decl, res, exit)
+	}
+	if ok {
+		if err := s.mark(ctx, tx, decl, DeclarationDiscarded); err != nil {
 			return err
 		}
 	}
-	mark := func(disposition string) error {
-		if !hasDecl {
-			return nil
-		}
-		return tx.MarkDeclarationApplied(ctx, &storage.MarkDeclarationAppliedParams{Execution: decl.Execution, Epoch: decl.Epoch, Disposition: disposition, At: s.now()})
-	}
-	endedWell := res.Outcome == executor.Succeeded || res.Outcome == executor.Suspended
+	return s.applyExecutorResult(ctx, tx, exe, res, exit)
+}
 
-	switch {
-	case hasDecl && d.Wait != nil && endedWell:
-		ex := s.o.Executors[exe.Executor]
-		if res.Outcome == executor.Suspended && ex != nil && ex.Info().Has(executor.CapResume) {
-			st := storage.ExecutionParked
-			msg := "parked on a declared wait"
-			if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
-				ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
-				State: &st, Message: &msg, ExitCode: exit, Now: s.now(),
-			}); err != nil {
-				return err
-			}
-		} else {
-			if res.Message == "" {
-				res.Message = "ended on a declared wait"
-			}
-			if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res, exit); err != nil {
-				return err
-			}
-		}
-		waiting := storage.WorkWaiting
-		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: []storage.WorkState{storage.WorkRunning}, State: &waiting, Now: s.now()}); err != nil {
-			return err
-		}
-		mark0, err := s.inputSeq(ctx, tx, exe)
-		if err != nil {
-			return err
-		}
-		if _, err := s.rt.RegisterWaitInTx(ctx, tx, kernel.RegisterWait{
-			Work: exe.Work, Execution: exe.ID, Epoch: exe.Epoch, Spec: *d.Wait, DefaultWatermark: mark0, DeclaredAt: decl.DeclaredAt,
+// parks reports whether a segment that declared a wait parks (a
+// resume-capable executor that suspended) rather than ends.
+func parks(res executor.Result, ex executor.Executor) bool {
+	return res.Outcome == executor.Suspended && ex != nil && ex.Info().Has(executor.CapResume)
+}
+
+// applyWait applies a declared wait: the execution parks (parks) or
+// finishes succeeded, the Work waits, and the Wait is registered with its
+// timeout timer armed and its watermark defaulting to inputSeq, then the
+// declaration is marked applied: all in the caller's transaction.
+func (s *Scheduler) applyWait(ctx context.Context, tx storage.Tx, exe storage.Execution, decl declaration, res executor.Result, exit *int) error {
+	if parks(res, s.o.Executors[exe.Executor]) {
+		st := storage.ExecutionParked
+		msg := "parked on a declared wait"
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			State: &st, Message: &msg, ExitCode: exit, Now: s.now(),
 		}); err != nil {
 			return err
 		}
-		return mark(DeclarationApplied)
-
-	case hasDecl && d.Outcome != nil:
-		r := storage.ExecutionResult(d.Outcome.Outcome)
-		if d.Outcome.Message != "" {
-			res.Message = d.Outcome.Message
+	} else {
+		if res.Message == "" {
+			res.Message = "ended on a declared wait"
 		}
-		if err := s.finishExecution(ctx, tx, exe, r, res, exit); err != nil {
-			return err
-		}
-		if _, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: d.Outcome.Outcome, Message: res.Message, Data: d.Outcome.Data}); err != nil {
-			return err
-		}
-		return mark(DeclarationApplied)
-	}
-
-	if err := mark(DeclarationDiscarded); err != nil {
-		return err
-	}
-	switch res.Outcome {
-	case executor.Succeeded:
 		if err := s.finishExecution(ctx, tx, exe, storage.ResultSucceeded, res, exit); err != nil {
 			return err
 		}
+	}
+	waiting := storage.WorkWaiting
+	if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: []storage.WorkState{storage.WorkRunning}, State: &waiting, Now: s.now()}); err != nil {
+		return err
+	}
+	mark0, err := s.inputSeq(ctx, tx, exe)
+	if err != nil {
+		return err
+	}
+	if _, err := s.rt.RegisterWaitInTx(ctx, tx, kernel.RegisterWait{
+		Work: exe.Work, Execution: exe.ID, Epoch: exe.Epoch, Spec: *decl.d.Wait, DefaultWatermark: mark0, DeclaredAt: decl.rec.DeclaredAt,
+	}); err != nil {
+		return err
+	}
+	return s.mark(ctx, tx, decl, DeclarationApplied)
+}
+
+// applyOutcome applies a declared outcome, which replaces the executor's:
+// the execution finishes with it, the Work ends with its state, message
+// and data, and the declaration is marked applied.
+func (s *Scheduler) applyOutcome(ctx context.Context, tx storage.Tx, exe storage.Execution, decl declaration, res executor.Result, exit *int) error {
+	o := decl.d.Outcome
+	if o.Message != "" {
+		res.Message = o.Message
+	}
+	if err := s.finishExecution(ctx, tx, exe, storage.ExecutionResult(o.Outcome), res, exit); err != nil {
+		return err
+	}
+	if _, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: o.Outcome, Message: res.Message, Data: o.Data}); err != nil {
+		return err
+	}
+	return s.mark(ctx, tx, decl, DeclarationApplied)
+}
+
+// executorVerdict is what the executor's own result (no declaration
+// applied) makes of the execution and the Work, with the message: a
+// suspension without a declared wait, and any outcome but succeeded and
+// cancelled, are failures.
+func executorVerdict(res executor.Result) (storage.ExecutionResult, storage.WorkState, string) {
+	switch res.Outcome {
+	case executor.Succeeded:
+		return storage.ResultSucceeded, storage.WorkSucceeded, res.Message
+	case executor.Cancelled:
+		return storage.ResultCancelled, storage.WorkCancelled, res.Message
+	case executor.Suspended:
+		return storage.ResultFailed, storage.WorkFailed, "the segment suspended without a declared wait"
+	}
+	if res.Message == "" {
+		return storage.ResultFailed, storage.WorkFailed, fmt.Sprintf("the segment failed (exit code %d)", res.ExitCode)
+	}
+	return storage.ResultFailed, storage.WorkFailed, res.Message
+}
+
+// goesOn reports whether a Work whose attempt succeeded is ready again
+// instead of ending: input was queued after the attempt's watermark while
+// it ran.
+func goesOn(w storage.Work, exe storage.Execution) bool {
+	return w.InputCount > exe.InputWatermark && w.State == storage.WorkRunning
+}
+
+// applyExecutorResult applies the executor's own result: the execution
+// finishes with executorVerdict, and the Work ends so, unless it goes on
+// (goesOn), when it is ready again.
+func (s *Scheduler) applyExecutorResult(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result, exit *int) error {
+	result, state, msg := executorVerdict(res)
+	res.Message = msg
+	if err := s.finishExecution(ctx, tx, exe, result, res, exit); err != nil {
+		return err
+	}
+	if res.Outcome == executor.Succeeded {
 		w, err := tx.GetWork(ctx, exe.Work)
 		if err != nil {
 			return err
 		}
-		if w.InputCount > exe.InputWatermark && w.State == storage.WorkRunning {
+		if goesOn(w, exe) {
 			// Input arrived while the attempt ran: the Work goes on.
 			ready := storage.WorkReady
 			_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, FromStates: []storage.WorkState{storage.WorkRunning}, State: &ready, Now: s.now()})
 			return err
 		}
-		_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkSucceeded, Message: res.Message})
-		return err
-	case executor.Cancelled:
-		if err := s.finishExecution(ctx, tx, exe, storage.ResultCancelled, res, exit); err != nil {
-			return err
-		}
-		_, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkCancelled, Message: res.Message})
-		return err
-	case executor.Suspended:
-		res.Message = "the segment suspended without a declared wait"
 	}
-	if res.Message == "" {
-		res.Message = fmt.Sprintf("the segment failed (exit code %d)", res.ExitCode)
-	}
-	if err := s.finishExecution(ctx, tx, exe, storage.ResultFailed, res, exit); err != nil {
-		return err
-	}
-	_, _, err = s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: storage.WorkFailed, Message: res.Message})
+	_, _, err := s.rt.FinishWorkInTx(ctx, tx, exe.Work, kernel.Finish{State: state, Message: res.Message})
 	return err
 }
 

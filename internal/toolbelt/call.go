@@ -312,9 +312,19 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 	return out, replay, nil
 }
 
-// runExtension runs a registered operation: the lease guard and replay
-// lookup in a transaction that also claims the request ID, then the gates,
-// then the handler outside storage, then the result's record. A handler
+// runExtension runs a registered operation, in these named steps:
+//
+//  1. enterFlight: a call whose execution and request ID are already
+//     running waits for it (a handler with a request ID only);
+//  2. claim: in one transaction, the lease guard, the replay lookup and
+//     the claim of the request ID (claimAction says which);
+//  3. the gates (runGates), which refuse or park (park) the call;
+//  4. translate: a translated operation is emitted in its own guarded
+//     transaction (runInTx), or
+//  5. handle: the handler runs outside storage, and
+//  6. record: its result finishes the claim and the call is recorded.
+//
+// A refusal after the claim gives the claim back (releaseClaim). A handler
 // runs once per request ID, unless the host crashes between the handler's
 // effect and the commit of its result: the claim is then found unfinished
 // and the retry runs the handler again (handlers are idempotent on the
@@ -328,43 +338,139 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 // an earlier release stored before the operation was sensitive.
 func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall, r registered) (json.RawMessage, bool, error) {
 	sensitive := r.op.IsSensitive()
-	if call.requestID != "" && r.op.Handler != nil {
-		key := call.tok.Execution + "\x00" + call.requestID
-		for {
-			tb.flightMu.Lock()
-			ch, busy := tb.flight[key]
-			if !busy {
-				ch = make(chan struct{})
-				tb.flight[key] = ch
-			}
-			tb.flightMu.Unlock()
-			if !busy {
-				defer func() {
-					tb.flightMu.Lock()
-					delete(tb.flight, key)
-					tb.flightMu.Unlock()
-					close(ch)
-				}()
-				break
-			}
-			// The same request is running: wait for it, then look it up
-			// again. That replays its committed result, or, for a
-			// sensitive operation, whose result is never stored, runs the
-			// handler again after it: the waiting call never receives
-			// another call's result.
-			if tb.flightWait != nil {
-				tb.flightWait()
-			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return nil, false, ctx.Err()
-			}
+	handler := r.op.Handler != nil
+	if call.requestID != "" && handler {
+		leave, err := tb.enterFlight(ctx, call.tok.Execution+"\x00"+call.requestID)
+		if err != nil {
+			return nil, false, err
+		}
+		defer leave()
+	}
+	cl, err := tb.claim(ctx, call, handler, sensitive)
+	if err != nil || cl.replay {
+		if cl.replay {
+			c.rec.Replayed = true
+		}
+		return cl.out, cl.replay, err
+	}
+	auth := call.authority()
+	if plan, gate, err := tb.runGates(ctx, r.reg, call, auth); err != nil {
+		tb.releaseClaim(ctx, call, cl.claimed)
+		c.rec.Gate = gate
+		return nil, false, err
+	} else if plan != nil {
+		c.rec.Gate = gate
+		out, err := tb.park(ctx, c, call, gate, plan, cl.claimed, sensitive)
+		if err != nil {
+			tb.releaseClaim(ctx, call, cl.claimed)
+		}
+		return out, false, err
+	}
+	if r.op.Emit != nil {
+		return tb.translate(ctx, c, call, r.op.Emit, auth)
+	}
+	result, oe, err := handle(ctx, r.op.Handler, call, auth)
+	if err != nil {
+		tb.releaseClaim(ctx, call, cl.claimed)
+		return nil, false, err
+	}
+	if err := tb.record(ctx, c, call, cl.claimed, sensitive, result, oe); err != nil {
+		return nil, false, err
+	}
+	if oe != nil {
+		return nil, false, oe
+	}
+	return result, false, nil
+}
+
+// enterFlight is the in-flight dedupe of a handler's request: the first
+// call with key (execution and request ID) enters and must call leave when
+// it is done; a call with a key already running waits for it to leave,
+// then enters in turn (it then looks the request up again, which replays
+// the committed result or, for a sensitive operation, whose result is
+// never stored, runs the handler after it: the waiting call never receives
+// another call's result). A caller that goes while it waits gets ctx.Err.
+func (tb *Toolbelt) enterFlight(ctx context.Context, key string) (leave func(), err error) {
+	for {
+		tb.flightMu.Lock()
+		ch, busy := tb.flight[key]
+		if !busy {
+			ch = make(chan struct{})
+			tb.flight[key] = ch
+		}
+		tb.flightMu.Unlock()
+		if !busy {
+			return func() {
+				tb.flightMu.Lock()
+				delete(tb.flight, key)
+				tb.flightMu.Unlock()
+				close(ch)
+			}, nil
+		}
+		if tb.flightWait != nil {
+			tb.flightWait()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
-	var out json.RawMessage
-	var replay bool
-	claimed := false
+}
+
+// claimAction is what the claim step does with a request, given its replay
+// lookup.
+type claimAction int
+
+const (
+	// claimRun: nothing is claimed and the operation runs (no request ID,
+	// a translated operation, or a finished record with nothing to
+	// replay: withheld, or of a sensitive operation).
+	claimRun claimAction = iota
+	// claimInsert: the request ID is claimed, then the handler runs.
+	claimInsert
+	// claimRerun: a claim a crash left unfinished; the handler runs again
+	// under it (the documented replay window).
+	claimRerun
+	// claimReplay: the committed result (or refusal) is the answer.
+	claimReplay
+)
+
+// decideClaim chooses the claim step's action from the replay lookup
+// (found, rp) of a request with or without an ID, served by a handler or
+// not, sensitive or not.
+func decideClaim(found bool, rp storage.Replay, requestID string, handler, sensitive bool) claimAction {
+	switch {
+	case found && rp.State == storage.ReplayDone && (rp.Withheld || sensitive):
+		// Nothing to replay: the handler runs again (it is idempotent on
+		// the request ID) and the finished record stays as it is.
+		return claimRun
+	case found && rp.State == storage.ReplayDone:
+		return claimReplay
+	case found:
+		return claimRerun
+	case requestID == "" || !handler:
+		return claimRun
+	}
+	return claimInsert
+}
+
+// claimed is what the claim step established.
+type claimed struct {
+	// replay: out (or err) is the committed answer; nothing runs.
+	replay bool
+	out    json.RawMessage
+	// claimed: the request ID's record is a claim this call must finish
+	// (record, park) or give back (releaseClaim).
+	claimed bool
+}
+
+// claim is the guarded transaction before an extension operation runs:
+// the lease guard, the replay lookup (a changed body is a request
+// conflict), then claimAction's effect: a replay, a claim inserted, or
+// nothing.
+func (tb *Toolbelt) claim(ctx context.Context, call *toolCall, handler, sensitive bool) (claimed, error) {
+	var cl claimed
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
 		if _, _, err := tb.guard(ctx, tx, call.tok); err != nil {
 			return err
@@ -373,93 +479,86 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		if err != nil {
 			return err
 		}
-		if found && rp.State == storage.ReplayDone {
-			if rp.Withheld || sensitive {
-				// Nothing to replay: the handler runs again (it is
-				// idempotent on the request ID) and the finished record
-				// stays as it is.
-				return nil
-			}
-			replay = true
-			out, err = replayed(rp)
+		switch decideClaim(found, rp, call.requestID, handler, sensitive) {
+		case claimReplay:
+			cl.replay = true
+			cl.out, err = replayed(rp)
 			return err
+		case claimRerun:
+			cl.claimed = true
+		case claimInsert:
+			now := tb.clock.Now()
+			cl.claimed = true
+			return tx.InsertReplay(ctx, &storage.Replay{
+				Execution: call.tok.Execution, RequestID: call.requestID, Operation: call.op, InputHash: call.hash,
+				State: storage.ReplayClaimed, CreatedAt: now, UpdatedAt: now,
+			})
 		}
-		if found || call.requestID == "" || r.op.Handler == nil {
-			// found: a claim a crash left unfinished; the handler runs
-			// again (the documented replay window).
-			claimed = found
-			return nil
-		}
-		now := tb.clock.Now()
-		claimed = true
-		return tx.InsertReplay(ctx, &storage.Replay{
-			Execution: call.tok.Execution, RequestID: call.requestID, Operation: call.op, InputHash: call.hash,
-			State: storage.ReplayClaimed, CreatedAt: now, UpdatedAt: now,
-		})
+		return nil
 	})
-	if err != nil || replay {
-		if replay {
-			c.rec.Replayed = true
-		}
-		return out, replay, err
+	return cl, err
+}
+
+// releaseClaim gives a claim back after a refusal or a failure without a
+// verdict, so that a retry runs the operation; even when the caller has
+// gone. It does nothing when the call claimed nothing.
+func (tb *Toolbelt) releaseClaim(ctx context.Context, call *toolCall, claimed bool) {
+	if !claimed {
+		return
 	}
-	release := func() {
-		if !claimed {
-			return
-		}
-		wctx := context.WithoutCancel(ctx)
-		_ = tb.store.WithTx(wctx, func(tx storage.Tx) error {
-			return tx.DeleteReplay(wctx, call.tok.Execution, call.requestID)
-		})
-	}
-	auth := call.authority()
-	if plan, gate, err := tb.runGates(ctx, r.reg, call, auth); err != nil {
-		release()
-		c.rec.Gate = gate
-		return nil, false, err
-	} else if plan != nil {
-		c.rec.Gate = gate
-		out, err := tb.park(ctx, c, call, gate, plan, claimed, sensitive)
-		if err != nil {
-			release()
-		}
-		return out, false, err
-	}
-	if r.op.Emit != nil {
-		em, err := safeTranslate(ctx, r.op.Emit, auth, call.input)
-		if err != nil {
-			var oe *extension.OperationError
-			if errors.As(err, &oe) {
-				return nil, false, oe
-			}
-			return nil, false, &extensionFailure{op: call.op, part: "translator", typ: failureType(err)}
-		}
-		out, replay, err := tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
-			return tb.emitInTx(ctx, tx, s, call, em)
-		})
-		return out, replay, err
-	}
-	result, herr := safeHandle(ctx, r.op.Handler, auth, call.input)
-	var oe *extension.OperationError
-	if herr != nil && !errors.As(herr, &oe) {
-		// The handler failed without a verdict: its effect is unknown, so
-		// the claim goes and a retry runs it again. Its text may hold a
-		// credential: only its type goes on.
-		release()
-		return nil, false, &extensionFailure{op: call.op, part: "handler", typ: failureType(herr)}
-	}
-	if herr == nil {
-		v, _, cerr := canonicalInput(result)
-		if cerr != nil {
-			release()
-			return nil, false, fmt.Errorf("toolbelt: operation %s returned a result that is not a JSON object", call.op)
-		}
-		result = v
-	}
-	// The handler's effect happened: record its result even when the
-	// caller has gone.
 	wctx := context.WithoutCancel(ctx)
-	err = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+	_ = tb.store.WithTx(wctx, func(tx storage.Tx) error {
+		return tx.DeleteReplay(wctx, call.tok.Execution, call.requestID)
+	})
+}
+
+// translate runs a translated operation: its translator outside storage,
+// then the emission in a guarded transaction with its request record and
+// call record (runInTx). A translator's refusal is its own verdict; any
+// other failure is an extensionFailure naming its type.
+func (tb *Toolbelt) translate(ctx context.Context, c *callLog, call *toolCall, tr extension.Translator, auth extension.Authority) (json.RawMessage, bool, error) {
+	em, err := safeTranslate(ctx, tr, auth, call.input)
+	if err != nil {
+		var oe *extension.OperationError
+		if errors.As(err, &oe) {
+			return nil, false, oe
+		}
+		return nil, false, &extensionFailure{op: call.op, part: "translator", typ: failureType(err)}
+	}
+	return tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
+		return tb.emitInTx(ctx, tx, s, call, em)
+	})
+}
+
+// handle runs a handler outside storage. It returns the handler's result
+// compacted, or its verdict (an *extension.OperationError, which is
+// recorded like a result), or an error when the handler failed without a
+// verdict (its effect is unknown: the claim goes and a retry runs it
+// again) or answered something that is not a JSON object. A failure's
+// text may hold a credential: only its type goes on.
+func handle(ctx context.Context, h extension.Handler, call *toolCall, auth extension.Authority) (json.RawMessage, *extension.OperationError, error) {
+	result, herr := safeHandle(ctx, h, auth, call.input)
+	if herr != nil {
+		var oe *extension.OperationError
+		if errors.As(herr, &oe) {
+			return nil, oe, nil
+		}
+		return nil, nil, &extensionFailure{op: call.op, part: "handler", typ: failureType(herr)}
+	}
+	v, _, err := canonicalInput(result)
+	if err != nil {
+		return nil, nil, fmt.Errorf("toolbelt: operation %s returned a result that is not a JSON object", call.op)
+	}
+	return v, nil, nil
+}
+
+// record writes what a handler did, even when the caller has gone (its
+// effect happened), in one transaction: the claim finished with the result
+// or the verdict (withheld for a sensitive operation), and for a result
+// the call record. A verdict's call record is written after, by finish.
+func (tb *Toolbelt) record(ctx context.Context, c *callLog, call *toolCall, claimed, sensitive bool, result json.RawMessage, oe *extension.OperationError) error {
+	wctx := context.WithoutCancel(ctx)
+	err := tb.store.WithTx(wctx, func(tx storage.Tx) error {
 		ctx := wctx
 		c.done = false
 		if claimed {
@@ -482,12 +581,8 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 	})
 	if err != nil {
 		c.done = false
-		return nil, false, err
 	}
-	if oe != nil {
-		return nil, false, oe
-	}
-	return result, false, nil
+	return err
 }
 
 // extensionFailure is a handler's or translator's failure that is not a
