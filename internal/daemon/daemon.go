@@ -72,7 +72,7 @@ type Options struct {
 	// Clock and Entropy default to the system's.
 	Clock   clock.Clock
 	Entropy clock.Entropy
-	// Registry is what the release registers; config.ReleaseRegistry()
+	// Registry is what the release registers; bootstrap.ReleaseRegistry()
 	// when nil.
 	Registry *config.Registry
 	// Keyring answers keyring: secret references; the platform keyring
@@ -198,7 +198,7 @@ func (d *Daemon) defaults() error {
 		o.Entropy = clock.SystemEntropy()
 	}
 	if o.Registry == nil {
-		o.Registry = config.ReleaseRegistry()
+		o.Registry = bootstrap.ReleaseRegistry()
 	}
 	for _, ext := range o.Extensions {
 		ops := make([]string, 0, len(ext.Operations))

@@ -64,6 +64,10 @@ type Harness struct {
 	served   chan error
 }
 
+// DiscardLogger is the logger of a test that does not look at the logs:
+// production constructors require one.
+func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
 // NewStateDir makes a short owner-only directory (short enough for a
 // socket path) removed when the test ends.
 func NewStateDir(t testing.TB) string {

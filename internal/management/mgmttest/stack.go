@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -55,7 +56,7 @@ type StackOptions struct {
 	Clock      *clock.Fake
 	// IDs is kept across restarts; nil makes one.
 	IDs *ids.Generator
-	// Registry validates configurations; nil is config.ReleaseRegistry().
+	// Registry validates configurations; nil is bootstrap.ReleaseRegistry().
 	Registry *config.Registry
 }
 
@@ -113,7 +114,10 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry})
+	if opts.Registry == nil {
+		opts.Registry = bootstrap.ReleaseRegistry()
+	}
+	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry, Logger: DiscardLogger()})
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
