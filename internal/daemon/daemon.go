@@ -78,9 +78,10 @@ type Options struct {
 	// Keyring answers keyring: secret references; the platform keyring
 	// when nil.
 	Keyring config.Keyring
-	// Extensions are registered on the toolbelt, so their operations can
-	// be called, and added to Registry, so a binding may grant them; their
-	// actions are served to operators (POST /v1/actions/{name}). The
+	// Extensions are registered once, on the toolbelt's Host: their
+	// operations can be called, Registry holds their operations and
+	// toolsets, so a binding may grant them, and their actions are served
+	// to operators (POST /v1/actions/{name}). The
 	// release itself registers none yet; a host that embeds the daemon
 	// (the end-to-end suite's test daemon) passes its own. A refused
 	// registration stops the start.
@@ -115,6 +116,7 @@ type Daemon struct {
 	state string
 	owner string
 	clock clock.Clock
+	host  *toolbelt.Host
 
 	lock  *management.Lock
 	store storage.Store
@@ -200,12 +202,11 @@ func (d *Daemon) defaults() error {
 	if o.Registry == nil {
 		o.Registry = bootstrap.ReleaseRegistry()
 	}
+	// Registered before the configuration is restored, which validates
+	// against Registry.
+	d.host = toolbelt.NewHost(o.Registry)
 	for _, ext := range o.Extensions {
-		ops := make([]string, 0, len(ext.Operations))
-		for _, op := range ext.Operations {
-			ops = append(ops, op.Name)
-		}
-		if err := o.Registry.AddExtension(ext.Name, ops, ext.Toolsets); err != nil {
+		if err := d.host.Register(ext); err != nil {
 			return fmt.Errorf("cannot register extension %s: %w", ext.Name, err)
 		}
 	}
@@ -301,9 +302,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store})
-	actions := toolbelt.NewActions(d.ctl)
+	actions := toolbelt.NewActions(d.ctl, d.host)
 	d.tb, err = toolbelt.New(toolbelt.Options{
-		Runtime: d.rt, Store: d.store, Entropy: d.opts.Entropy, Owner: d.owner,
+		Runtime: d.rt, Store: d.store, Host: d.host, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
@@ -311,14 +312,6 @@ func (d *Daemon) build(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
-	}
-	for _, ext := range d.opts.Extensions {
-		if err := d.tb.Register(ext); err != nil {
-			return fmt.Errorf("cannot register extension %s on the toolbelt: %w", ext.Name, err)
-		}
-		if err := actions.Register(ext); err != nil {
-			return fmt.Errorf("cannot register the actions of extension %s: %w", ext.Name, err)
-		}
 	}
 
 	cursorKey, err := management.LoadCursorKey(ctx, d.store, d.opts.Entropy, d.clock.Now())

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
@@ -16,6 +17,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // CanaryReference is the text of the secret reference StackConfig plants:
@@ -58,6 +60,9 @@ type StackOptions struct {
 	IDs *ids.Generator
 	// Registry validates configurations; nil is bootstrap.ReleaseRegistry().
 	Registry *config.Registry
+	// Extensions are registered on the Stack's Host (with Registry as its
+	// catalog) before the configuration is restored, as the daemon does.
+	Extensions []extension.Registration
 }
 
 // Stack is the management server with every resource route, on a real
@@ -73,6 +78,9 @@ type Stack struct {
 	Config    *management.ConfigService
 	Resources *management.Resources
 	Cursors   *management.Cursors
+	// Host holds the Extensions; Actions serves their actions.
+	Host    *toolbelt.Host
+	Actions *toolbelt.Actions
 }
 
 // StartStack starts a Stack and stops it when the test ends. A config
@@ -116,6 +124,13 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	}
 	if opts.Registry == nil {
 		opts.Registry = bootstrap.ReleaseRegistry()
+	}
+	host := toolbelt.NewHost(opts.Registry)
+	for _, ext := range opts.Extensions {
+		if err := host.Register(ext); err != nil {
+			store.Close()
+			t.Fatalf("cannot register extension %s: %v", ext.Name, err)
+		}
 	}
 	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry, Logger: DiscardLogger()})
 	if err != nil {
@@ -162,7 +177,8 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 			return kernel.WithActor(ctx, p.Actor())
 		},
 	})
-	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors}, nil
+	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors,
+		Host: host, Actions: toolbelt.NewActions(ctl, host)}, nil
 }
 
 // Stop stops the server, releases the lock and closes the store, so that

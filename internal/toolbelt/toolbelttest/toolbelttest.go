@@ -89,7 +89,7 @@ type Env struct {
 // Options returns the production options of a toolbelt on env.
 func (e *Env) Options() toolbelt.Options {
 	return toolbelt.Options{
-		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner,
+		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner, Host: toolbelt.NewHost(nil),
 		Bindings: func(gen int64, scope, binding string) (toolbelt.BindingAuthority, bool) {
 			if scope != Scope || (binding != Binding && binding != Resumable) {
 				return toolbelt.BindingAuthority{}, false
