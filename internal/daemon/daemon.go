@@ -69,7 +69,9 @@ type Options struct {
 	// Version is reported by the health route; the build's module version
 	// when empty.
 	Version string
-	// Clock and Entropy default to the system's.
+	// Clock and Entropy default to the system's: the daemon is where the
+	// one clock, entropy source, id generator and logger are made, and
+	// every part gets them from here.
 	Clock   clock.Clock
 	Entropy clock.Entropy
 	// Registry is what the release registers; bootstrap.ReleaseRegistry()
@@ -375,12 +377,12 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("cannot create %s: %w", filepath.Join(d.state, dir), err)
 		}
 	}
-	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable})
+	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable, Clock: d.clock})
 	if err != nil {
 		return err
 	}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state}}
-	d.sched, err = scheduler.NewScheduler(scheduler.SchedulerOptions{
+	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
 		Executors:         map[string]executor.Executor{shell.Name: sh},
@@ -520,9 +522,10 @@ func (d *Daemon) Close() error {
 // OpenCredentials opens the operator credentials kept in a state
 // directory's coordination storage, for `open-conduit auth recover`, which
 // runs with the daemon stopped and the lock held by the caller. The closer
-// closes storage.
+// closes storage. It is an entry point like Run: it takes the system's
+// clock.
 func OpenCredentials(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error) {
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile)})
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile), Clock: clock.System{}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,7 @@ func newCfg(t *testing.T, dir string, reg *config.Registry) *cfgBundle {
 
 func (b *cfgBundle) open(t *testing.T) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.dir, "coordination.db")})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.dir, "coordination.db"), Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ type Options struct {
 	Guidance string
 	// Logger receives the precise reason of every refusal (never a token,
 	// an input value, or the text of an extension's error that is not an
-	// *extension.OperationError: only its Go type). Discarded when nil.
+	// *extension.OperationError: only its Go type). Required.
 	Logger *slog.Logger
 }
 
@@ -131,11 +131,10 @@ func New(opts Options) (*Toolbelt, error) {
 		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
 	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize and AuthorizeRead")
+	case opts.Logger == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs a Logger")
 	}
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	tb := &Toolbelt{
 		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
 		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{},

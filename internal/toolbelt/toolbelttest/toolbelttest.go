@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -102,6 +103,7 @@ func (e *Env) Options() toolbelt.Options {
 		},
 		Authorize:     e.Ceiling.Authorize,
 		AuthorizeRead: e.Ceiling.AuthorizeRead,
+		Logger:        slog.New(slog.DiscardHandler),
 	}
 }
 
