@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -84,5 +85,21 @@ func TestHostRegistersEverythingOrNothing(t *testing.T) {
 	}
 	if err := tb.Register(full); !errors.Is(err, extension.ErrConflict) {
 		t.Errorf("registering again through the toolbelt: %v, want a conflict", err)
+	}
+}
+
+// The toolbelt takes its Host and Logger from its caller: it refuses to be
+// built without them, naming what is missing.
+func TestNewRefusesMissingServices(t *testing.T) {
+	f := fixture(t, false)
+	for name, drop := range map[string]func(*toolbelt.Options){
+		"Host":   func(o *toolbelt.Options) { o.Host = nil },
+		"Logger": func(o *toolbelt.Options) { o.Logger = nil },
+	} {
+		o := f.Env.Options()
+		drop(&o)
+		if _, err := toolbelt.New(o); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("without a %s: %v, want a refusal naming it", name, err)
+		}
 	}
 }

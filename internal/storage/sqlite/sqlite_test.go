@@ -224,3 +224,11 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
+
+// Open takes its clock from the caller: without one it refuses, naming it.
+func TestOpenRefusesNoClock(t *testing.T) {
+	_, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "x.db")})
+	if err == nil || !strings.Contains(err.Error(), "Clock") {
+		t.Fatalf("Open without a clock: %v, want a refusal naming it", err)
+	}
+}
