@@ -1,7 +1,10 @@
-// Package bootstrap holds what a fresh Open Conduit install starts from: the
-// default configuration a daemon activates when its state directory has no
-// configuration file and no committed generation (and what an init setup
-// writes into an empty file).
+// Package bootstrap holds what a fresh Open Conduit install starts from:
+// the default configuration a daemon activates when its state directory has
+// no configuration file and no committed generation (and what an init setup
+// writes into an empty file). It also composes the release's registry
+// (ReleaseRegistry): the executors this release ships, against which a
+// configuration is validated, so that internal/config never imports an
+// executor.
 //
 // It must never hold anything specific to one machine or person (a path, a
 // user name, a secret or a secret reference), and the default configuration

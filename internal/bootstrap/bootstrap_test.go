@@ -12,7 +12,7 @@ import (
 )
 
 func TestDefaultConfigValidatesAgainstTheRelease(t *testing.T) {
-	snap, res := config.Validate(DefaultConfig(), config.ReleaseRegistry())
+	snap, res := config.Validate(DefaultConfig(), ReleaseRegistry())
 	if snap == nil {
 		t.Fatalf("the default configuration does not validate: %+v", res.Diagnostics)
 	}
@@ -41,7 +41,7 @@ func TestDefaultConfigValidatesAgainstTheRelease(t *testing.T) {
 }
 
 func TestDefaultRouteStartsManualEventsOnTheShellBinding(t *testing.T) {
-	snap, _ := config.Validate(DefaultConfig(), config.ReleaseRegistry())
+	snap, _ := config.Validate(DefaultConfig(), ReleaseRegistry())
 	if snap == nil {
 		t.Fatal("the default configuration does not validate")
 	}
@@ -63,7 +63,7 @@ func TestDefaultRouteStartsManualEventsOnTheShellBinding(t *testing.T) {
 
 // The command is fixed: nothing an Event carries can reach the shell.
 func TestDefaultCommandTakesNothingFromEventData(t *testing.T) {
-	snap, _ := config.Validate(DefaultConfig(), config.ReleaseRegistry())
+	snap, _ := config.Validate(DefaultConfig(), ReleaseRegistry())
 	if snap == nil {
 		t.Fatal("the default configuration does not validate")
 	}

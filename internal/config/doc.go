@@ -17,5 +17,7 @@
 // explicit operation outside its ceiling is refused, and a toolset is only
 // ever narrowed. It must never put a configured value, a secret reference's
 // text, a secret, or a file's content into a diagnostic, a warning, an error
-// or the normalized document, and it never caches a resolved secret.
+// or the normalized document, and it never caches a resolved secret. It
+// never imports an executor: the caller composes the Registry (the
+// release's is internal/bootstrap's ReleaseRegistry).
 package config

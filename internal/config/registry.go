@@ -2,14 +2,12 @@ package config
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/executor/shell"
 )
 
 // ConfigCheck checks an executor's binding config. When its error is (or
@@ -80,41 +78,6 @@ func DefaultRegistry(executors ...executor.Info) *Registry {
 	return r
 }
 
-// ShellExecutorInfo describes the shell executor as this release registers
-// it: transport os, capability toolbelt, no resume.
-var ShellExecutorInfo = executor.Info{
-	Name:         shell.Name,
-	Transport:    executor.TransportOS,
-	Capabilities: []executor.Capability{executor.CapToolbelt},
-}
-
-// ReleaseRegistry returns what this release registers: the builtin
-// operations and the shell executor, whose binding configs are checked by
-// shell.ValidateConfig. Work that adds extensions or executors to the
-// release extends it here.
-func ReleaseRegistry() *Registry {
-	r := NewRegistry()
-	if err := r.AddExecutor(ShellExecutorInfo, checkShellConfig); err != nil {
-		panic(err)
-	}
-	return r
-}
-
-// checkShellConfig runs the shell executor's own strict config parse and
-// hands its problems on with their places.
-func checkShellConfig(raw json.RawMessage) error {
-	err := shell.ValidateConfig(raw)
-	var ce *shell.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	out := &ExecutorConfigError{}
-	for _, p := range ce.Problems {
-		out.Problems = append(out.Problems, Diagnostic{Pointer: p.Pointer, Code: Code(p.Code), Remedy: p.Remedy})
-	}
-	return out
-}
-
 // AddExecutor registers an executor. check, when not nil, checks a
 // binding's executor config.
 func (r *Registry) AddExecutor(info executor.Info, check ConfigCheck) error {
@@ -130,10 +93,28 @@ func (r *Registry) AddExecutor(info executor.Info, check ConfigCheck) error {
 }
 
 // AddExtension registers an extension by its registration name, with the
-// operations it owns and the toolsets it publishes. Each operation must be
-// in the extension's namespace and not registered yet; each toolset must
-// pass extension.CheckToolset. A refused extension registers nothing.
+// operations it owns and the toolsets it publishes, when CheckExtension
+// accepts them. A refused extension registers nothing.
 func (r *Registry) AddExtension(name string, operations []string, toolsets []extension.Toolset) error {
+	if err := r.CheckExtension(name, operations, toolsets); err != nil {
+		return err
+	}
+	r.extensions[name] = true
+	for _, op := range operations {
+		r.operations[op] = name
+	}
+	for _, ts := range toolsets {
+		ts.Operations = slices.Clone(ts.Operations)
+		r.toolsets[ts.Name] = ts
+	}
+	return nil
+}
+
+// CheckExtension reports whether AddExtension would accept an extension,
+// changing nothing: its name is a registration name not registered yet;
+// each operation is in its namespace and not registered yet; each toolset
+// passes extension.CheckToolset and is not registered yet.
+func (r *Registry) CheckExtension(name string, operations []string, toolsets []extension.Toolset) error {
 	if err := extension.RegistrationName(name); err != nil {
 		return err
 	}
@@ -159,14 +140,6 @@ func (r *Registry) AddExtension(name string, operations []string, toolsets []ext
 			return fmt.Errorf("%w: toolset %s is already registered", extension.ErrConflict, ts.Name)
 		}
 		tsSeen[ts.Name] = true
-	}
-	r.extensions[name] = true
-	for _, op := range operations {
-		r.operations[op] = name
-	}
-	for _, ts := range toolsets {
-		ts.Operations = slices.Clone(ts.Operations)
-		r.toolsets[ts.Name] = ts
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/executor/shell"
 )
 
 // want is an expected diagnostic: pointer and code.
@@ -480,67 +479,8 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-// TestEmptyConfigIsValid: version alone is a daemon with nothing to do.
-func TestEmptyConfigIsValid(t *testing.T) {
-	snap, res := Validate([]byte(`{"version": 1}`), ReleaseRegistry())
-	if !res.Valid() || len(snap.Scopes()) != 0 {
-		t.Fatalf("%v", res.Diagnostics)
-	}
-}
-
-// TestReleaseRegistry: the shell executor has the toolbelt but not resume.
-func TestReleaseRegistry(t *testing.T) {
-	reg := ReleaseRegistry()
-	info, ok := reg.Executor("shell")
-	if !ok || info.Transport != executor.TransportOS || !info.Has(executor.CapToolbelt) || info.Has(executor.CapResume) {
-		t.Fatalf("shell: %+v %v", info, ok)
-	}
-	for _, b := range []string{"emit", "create_work", "wait", "declare_outcome", "read_context"} {
-		if owner, ok := reg.OperationOwner(b); !ok || owner != "" {
-			t.Errorf("builtin %s: %q %v", b, owner, ok)
-		}
-	}
-	text := `{"version": 1, "scopes": {"a": {"bindings": {"b": {"executor": "shell", "config": {"command": ["true"]}, "requires": ["toolbelt", "resume"]}}}}}`
-	_, res := Validate([]byte(text), reg)
-	if g := got(res.Diagnostics); !slices.Equal(g, one("/scopes/a/bindings/b/requires/1", CodeInvalidCapability)) {
-		t.Fatalf("got %v", g)
-	}
-	if real := (&shell.Executor{}).Info(); !reflect.DeepEqual(real, ShellExecutorInfo) {
-		t.Fatalf("ShellExecutorInfo %+v, the executor says %+v", ShellExecutorInfo, real)
-	}
-}
-
-// TestReleaseRegistryChecksShellConfig: the shell executor's own problems
-// come back at their places inside the binding's config, with member names
-// that are not safe to show cut off.
-func TestReleaseRegistryChecksShellConfig(t *testing.T) {
-	text := `{"version": 1, "scopes": {"a": {"bindings": {
-		"ok": {"executor": "shell", "config": {"command": ["sh", "-c", "true"], "env": {"LOG": "1"}, "dir": "repo"}},
-		"bad": {"executor": "shell", "config": {"command": [], "env": {"Bad Name": "x", "OS_TOKEN_FILE": "y"}, "extra": 1, "dir": 5}},
-		"none": {"executor": "shell"}
-	}}}}`
-	_, res := Validate([]byte(text), ReleaseRegistry())
-	want := []want{
-		{"/scopes/a/bindings/bad/config/command", CodeInvalidValue},
-		{"/scopes/a/bindings/bad/config/dir", CodeWrongType},
-		{"/scopes/a/bindings/bad/config/env", CodeInvalidValue},
-		{"/scopes/a/bindings/bad/config/env/OS_TOKEN_FILE", CodeInvalidValue},
-		{"/scopes/a/bindings/bad/config/extra", CodeUnknownField},
-		{"/scopes/a/bindings/none/config/command", CodeMissingField},
-	}
-	if g := got(res.Diagnostics); !slices.Equal(g, want) {
-		t.Fatalf("got  %v\nwant %v", g, want)
-	}
-	for _, d := range res.Diagnostics {
-		assertNoCanary(t, "shell diagnostic", d.Pointer)
-		if strings.Contains(d.Pointer+d.Remedy, "Bad Name") {
-			t.Errorf("%v shows an unsafe name", d)
-		}
-	}
-}
-
 func ExampleValidate() {
-	reg := DefaultRegistry(ShellExecutorInfo)
+	reg := DefaultRegistry(executor.Info{Name: "shell", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt}})
 	_, res := Validate([]byte(`{"version": 1, "scopes": {"ops": {"parent": "nowhere", "bindings": {"agent": {"executor": "docker"}}}}}`), reg)
 	for _, d := range res.Diagnostics {
 		fmt.Println(d.Pointer, d.Code)

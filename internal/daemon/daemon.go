@@ -69,18 +69,21 @@ type Options struct {
 	// Version is reported by the health route; the build's module version
 	// when empty.
 	Version string
-	// Clock and Entropy default to the system's.
+	// Clock and Entropy default to the system's: the daemon is where the
+	// one clock, entropy source, id generator and logger are made, and
+	// every part gets them from here.
 	Clock   clock.Clock
 	Entropy clock.Entropy
-	// Registry is what the release registers; config.ReleaseRegistry()
+	// Registry is what the release registers; bootstrap.ReleaseRegistry()
 	// when nil.
 	Registry *config.Registry
 	// Keyring answers keyring: secret references; the platform keyring
 	// when nil.
 	Keyring config.Keyring
-	// Extensions are registered on the toolbelt, so their operations can
-	// be called, and added to Registry, so a binding may grant them; their
-	// actions are served to operators (POST /v1/actions/{name}). The
+	// Extensions are registered once, on the toolbelt's Host: their
+	// operations can be called, Registry holds their operations and
+	// toolsets, so a binding may grant them, and their actions are served
+	// to operators (POST /v1/actions/{name}). The
 	// release itself registers none yet; a host that embeds the daemon
 	// (the end-to-end suite's test daemon) passes its own. A refused
 	// registration stops the start.
@@ -115,6 +118,7 @@ type Daemon struct {
 	state string
 	owner string
 	clock clock.Clock
+	host  *toolbelt.Host
 
 	lock  *management.Lock
 	store storage.Store
@@ -198,14 +202,13 @@ func (d *Daemon) defaults() error {
 		o.Entropy = clock.SystemEntropy()
 	}
 	if o.Registry == nil {
-		o.Registry = config.ReleaseRegistry()
+		o.Registry = bootstrap.ReleaseRegistry()
 	}
+	// Registered before the configuration is restored, which validates
+	// against Registry.
+	d.host = toolbelt.NewHost(o.Registry)
 	for _, ext := range o.Extensions {
-		ops := make([]string, 0, len(ext.Operations))
-		for _, op := range ext.Operations {
-			ops = append(ops, op.Name)
-		}
-		if err := o.Registry.AddExtension(ext.Name, ops, ext.Toolsets); err != nil {
+		if err := d.host.Register(ext); err != nil {
 			return fmt.Errorf("cannot register extension %s: %w", ext.Name, err)
 		}
 	}
@@ -301,9 +304,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store})
-	actions := toolbelt.NewActions(d.ctl)
+	actions := toolbelt.NewActions(d.ctl, d.host)
 	d.tb, err = toolbelt.New(toolbelt.Options{
-		Runtime: d.rt, Store: d.store, Entropy: d.opts.Entropy, Owner: d.owner,
+		Runtime: d.rt, Store: d.store, Host: d.host, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
@@ -311,14 +314,6 @@ func (d *Daemon) build(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
-	}
-	for _, ext := range d.opts.Extensions {
-		if err := d.tb.Register(ext); err != nil {
-			return fmt.Errorf("cannot register extension %s on the toolbelt: %w", ext.Name, err)
-		}
-		if err := actions.Register(ext); err != nil {
-			return fmt.Errorf("cannot register the actions of extension %s: %w", ext.Name, err)
-		}
 	}
 
 	cursorKey, err := management.LoadCursorKey(ctx, d.store, d.opts.Entropy, d.clock.Now())
@@ -382,12 +377,12 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("cannot create %s: %w", filepath.Join(d.state, dir), err)
 		}
 	}
-	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable})
+	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable, Clock: d.clock})
 	if err != nil {
 		return err
 	}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state}}
-	d.sched, err = scheduler.NewScheduler(scheduler.SchedulerOptions{
+	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
 		Executors:         map[string]executor.Executor{shell.Name: sh},
@@ -527,9 +522,10 @@ func (d *Daemon) Close() error {
 // OpenCredentials opens the operator credentials kept in a state
 // directory's coordination storage, for `open-conduit auth recover`, which
 // runs with the daemon stopped and the lock held by the caller. The closer
-// closes storage.
+// closes storage. It is an entry point like Run: it takes the system's
+// clock.
 func OpenCredentials(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error) {
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile)})
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile), Clock: clock.System{}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
@@ -43,7 +44,7 @@ func secretsConfig(t *testing.T, secrets map[string]string, selected map[string]
 		}},
 	}
 	b, _ := json.Marshal(doc)
-	snap, res := config.Validate(b, config.ReleaseRegistry())
+	snap, res := config.Validate(b, bootstrap.ReleaseRegistry())
 	if snap == nil {
 		t.Fatalf("test config: %+v", res.Diagnostics)
 	}

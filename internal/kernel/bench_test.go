@@ -16,7 +16,7 @@ import (
 
 func benchRuntime(b *testing.B, sync string, routes kernel.RouteTable) (*sqlite.Store, *kernel.Runtime) {
 	b.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.TempDir(), "state.db"), Synchronous: sync})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.TempDir(), "state.db"), Synchronous: sync, Clock: clock.System{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func setup(t *testing.T) *bundle {
 // open (re)opens the database file and builds the runtime over it.
 func (b *bundle) open(t *testing.T) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: b.path})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: b.path, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
-	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // whoami is the test extension's action: it answers with what the host
@@ -57,18 +56,13 @@ type actionStack struct {
 
 func startActionStack(t *testing.T) *actionStack {
 	t.Helper()
-	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
 	who := &whoami{}
-	acts := toolbelt.NewActions(kernel.NewControl(kernel.ControlOptions{Runtime: s.Runtime, Store: s.Store}))
-	err := acts.Register(extension.Registration{Name: "ext", Actions: []extension.Action{
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{Extensions: []extension.Registration{{Name: "ext", Actions: []extension.Action{
 		{Name: "ext.whoami", Summary: "Say who asked.", Handler: who.handle,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"refuse":{"type":"boolean"}}}`)},
 		{Name: "ext.quiet", Summary: "Do nothing.", Handler: func(context.Context, extension.ActionRequest) (json.RawMessage, error) { return nil, nil }},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := management.NewActions(management.ActionsOptions{Control: acts, Config: s.Config})
+	}}}})
+	as, err := management.NewActions(management.ActionsOptions{Control: s.Actions, Config: s.Config})
 	if err != nil {
 		t.Fatal(err)
 	}

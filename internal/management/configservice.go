@@ -57,11 +57,13 @@ type ConfigOptions struct {
 	// Default is the configuration activated on a first start with no
 	// config file (bootstrap.DefaultConfig()).
 	Default []byte
-	// Registry is what this release registers; nil means
-	// config.ReleaseRegistry().
+	// Registry is what this release registers (required; the daemon's is
+	// bootstrap.ReleaseRegistry() with its extensions).
 	Registry *config.Registry
-	Clock    clock.Clock
-	// Logger receives adoptions and disk drift; never a configured value.
+	// Clock is required.
+	Clock clock.Clock
+	// Logger receives adoptions and disk drift; never a configured value
+	// (required).
 	Logger *slog.Logger
 }
 
@@ -90,20 +92,17 @@ type activeGeneration struct {
 // NewConfigService checks the options and returns the service; call
 // Restore before anything else.
 func NewConfigService(opts ConfigOptions) (*ConfigService, error) {
-	if opts.Store == nil || opts.StateDir == "" {
+	switch {
+	case opts.Store == nil || opts.StateDir == "":
 		return nil, errors.New("management: ConfigOptions need a Store and a StateDir")
+	case opts.Registry == nil:
+		return nil, errors.New("management: ConfigOptions need a Registry (the release's is bootstrap.ReleaseRegistry)")
+	case opts.Clock == nil:
+		return nil, errors.New("management: ConfigOptions need a Clock")
+	case opts.Logger == nil:
+		return nil, errors.New("management: ConfigOptions need a Logger")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.System{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = config.ReleaseRegistry()
-	}
-	return &ConfigService{opts: opts, reg: reg, log: opts.Logger, pinned: map[int64]*config.Snapshot{}}, nil
+	return &ConfigService{opts: opts, reg: opts.Registry, log: opts.Logger, pinned: map[int64]*config.Snapshot{}}, nil
 }
 
 // ConfigPath is <state>/config.json.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -41,14 +42,18 @@ func newCfg(t *testing.T, dir string, reg *config.Registry) *cfgBundle {
 
 func (b *cfgBundle) open(t *testing.T) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.dir, "coordination.db")})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(b.dir, "coordination.db"), Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	b.store = s
+	reg := b.reg
+	if reg == nil {
+		reg = bootstrap.ReleaseRegistry()
+	}
 	b.svc, err = management.NewConfigService(management.ConfigOptions{
-		Store: s, StateDir: b.dir, Default: mgmttest.StackConfig, Registry: b.reg, Clock: b.clock,
+		Store: s, StateDir: b.dir, Default: mgmttest.StackConfig, Registry: reg, Clock: b.clock, Logger: mgmttest.DiscardLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +75,7 @@ func (b *cfgBundle) path() string { return filepath.Join(b.dir, management.Confi
 
 func hashOf(t *testing.T, doc []byte) string {
 	t.Helper()
-	snap, res := config.Validate(doc, config.ReleaseRegistry())
+	snap, res := config.Validate(doc, bootstrap.ReleaseRegistry())
 	if !res.Valid() {
 		t.Fatalf("test document does not validate: %v", res.Diagnostics)
 	}
@@ -272,7 +277,7 @@ func TestConfigRestoreKeepsTheCommittedGenerationDespiteADiskEdit(t *testing.T) 
 
 func fancyRegistry(t *testing.T) *config.Registry {
 	t.Helper()
-	reg := config.ReleaseRegistry()
+	reg := bootstrap.ReleaseRegistry()
 	if err := reg.AddExecutor(executor.Info{Name: "fancy", Transport: executor.TransportNone}, nil); err != nil {
 		t.Fatal(err)
 	}

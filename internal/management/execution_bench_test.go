@@ -35,7 +35,7 @@ func socketBench(b *testing.B, n int) []*osclient.Client {
 		b.Fatal(err)
 	}
 	srv := mgmttest.Start(b, mgmttest.Options{Clock: f.Env.Clock})
-	dirs, err := runs.New(srv.StateDir, runs.Options{})
+	dirs, err := runs.New(srv.StateDir, runs.Options{Logger: mgmttest.DiscardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func setupExecution(t *testing.T) *execBundle {
 	if b.b, err = f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	dirs, err := runs.New(h.StateDir, runs.Options{})
+	dirs, err := runs.New(h.StateDir, runs.Options{Logger: mgmttest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

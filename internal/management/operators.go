@@ -97,16 +97,16 @@ type Operators struct {
 	entropy io.Reader
 }
 
-// NewOperators returns the credential service over store. A nil clock
-// or entropy source means the system's.
-func NewOperators(store Credentials, c clock.Clock, entropy clock.Entropy) *Operators {
-	if c == nil {
-		c = clock.System{}
+// NewOperators returns the credential service over store; the clock and
+// the entropy source are required.
+func NewOperators(store Credentials, c clock.Clock, entropy clock.Entropy) (*Operators, error) {
+	switch {
+	case c == nil:
+		return nil, errors.New("management: the operator credentials need a Clock")
+	case entropy == nil:
+		return nil, errors.New("management: the operator credentials need an Entropy source")
 	}
-	if entropy == nil {
-		entropy = clock.SystemEntropy()
-	}
-	return &Operators{store: store, clock: c, entropy: entropy, ids: ids.NewGenerator(c, entropy)}
+	return &Operators{store: store, clock: c, entropy: entropy, ids: ids.NewGenerator(c, entropy)}, nil
 }
 
 // Store returns the credential store.

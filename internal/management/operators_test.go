@@ -20,6 +20,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 )
@@ -67,7 +68,7 @@ func TestBootstrapLooksOnlyAtTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	ops := management.NewOperators(creds, h.Clock, nil)
+	ops := newOperators(t, creds, h.Clock, clock.SystemEntropy())
 	// Ready: the file holds the owner's active credential.
 	if st, err := management.BootstrapOperator(ctx, lock, ops); err != nil || st != management.BootstrapReady {
 		t.Fatalf("bootstrap = %s, %v; want ready", st, err)
@@ -237,7 +238,7 @@ func TestRecoverOperatorAfterLostRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := management.RecoverOperator(ctx, lock, management.NewOperators(creds, h.Clock, nil)); err != nil {
+	if err := management.RecoverOperator(ctx, lock, newOperators(t, creds, h.Clock, clock.SystemEntropy())); err != nil {
 		t.Fatal(err)
 	}
 	lock.Close()
@@ -362,8 +363,19 @@ func TestListingHasNoTokenOrDigest(t *testing.T) {
 	}
 }
 
+// newOperators is management.NewOperators for a test: the test says
+// which clock and entropy source (production code has no defaults).
+func newOperators(t *testing.T, creds management.Credentials, c clock.Clock, e clock.Entropy) *management.Operators {
+	t.Helper()
+	ops, err := management.NewOperators(creds, c, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
 func TestOperatorsUnit(t *testing.T) {
-	ops := management.NewOperators(&mgmttest.Credentials{}, fakeClock{mgmttest.Epoch}, failingReader{})
+	ops := newOperators(t, &mgmttest.Credentials{}, fakeClock{mgmttest.Epoch}, failingReader{})
 	if _, err := ops.Issue(context.Background(), "amy", management.RoleView); err == nil {
 		t.Fatal("Issue succeeded without entropy")
 	}

@@ -81,7 +81,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need Store, Control, Artifacts, Config and Cursors")
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.System{}
+		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
 		cursors: opts.Cursors, clock: opts.Clock}, nil

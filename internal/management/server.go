@@ -135,22 +135,25 @@ func New(opts Options) (*Server, error) {
 	if opts.Credentials == nil || opts.Idempotency == nil || opts.Health == nil {
 		return nil, errors.New("management: Options need Credentials, Idempotency and Health")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.System{}
-	}
-	if opts.Entropy == nil {
-		opts.Entropy = clock.SystemEntropy()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	switch {
+	case opts.Clock == nil:
+		return nil, errors.New("management: Options need a Clock")
+	case opts.Entropy == nil:
+		return nil, errors.New("management: Options need an Entropy source")
+	case opts.Logger == nil:
+		return nil, errors.New("management: Options need a Logger")
 	}
 	cursors, err := NewCursors(opts.CursorKey, opts.Entropy, opts.Clock)
 	if err != nil {
 		return nil, err
 	}
+	ops, err := NewOperators(opts.Credentials, opts.Clock, opts.Entropy)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		opts:    opts,
-		ops:     NewOperators(opts.Credentials, opts.Clock, opts.Entropy),
+		ops:     ops,
 		cursors: cursors,
 		mux:     http.NewServeMux(),
 		log:     opts.Logger,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 )
@@ -175,6 +176,7 @@ func TestNewRefusesUnclassifiedRoutes(t *testing.T) {
 	base := management.Options{
 		Credentials: &mgmttest.Credentials{}, Idempotency: &mgmttest.Idempotency{},
 		Health: management.HealthFunc(func(context.Context) (int64, error) { return 1, nil }),
+		Clock:  clock.System{}, Entropy: clock.SystemEntropy(), Logger: mgmttest.DiscardLogger(),
 	}
 	for name, rt := range map[string]management.Route{
 		"no role":        {Method: "GET", Pattern: "/v1/x", Handler: ok},
@@ -633,7 +635,8 @@ func TestPrincipalOnContext(t *testing.T) {
 // forever.
 func TestShutdownBeforeServe(t *testing.T) {
 	h := mgmttest.Start(t, mgmttest.Options{})
-	srv, err := management.New(management.Options{Credentials: h.Credentials, Idempotency: h.Idempotency, Health: management.HealthFunc(func(context.Context) (int64, error) { return 1, nil })})
+	srv, err := management.New(management.Options{Credentials: h.Credentials, Idempotency: h.Idempotency, Health: management.HealthFunc(func(context.Context) (int64, error) { return 1, nil }),
+		Clock: clock.System{}, Entropy: clock.SystemEntropy(), Logger: mgmttest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,13 +59,14 @@ type Endpoint struct {
 	TokenFile string
 }
 
-// Options tune a Dirs. The zero value is the production setting.
+// Options tune a Dirs. Logger is required; the other fields' zero values
+// are the production setting.
 type Options struct {
 	// TmpBase is the directory under which the short-path fallback
 	// open-conduit-<uid>/ is made; "/tmp" when empty. Tests inject their own.
 	TmpBase string
 	// Logger receives the socket servers' own errors (failed accepts,
-	// malformed requests); they are discarded when nil.
+	// malformed requests). Required.
 	Logger *slog.Logger
 }
 
@@ -85,6 +86,9 @@ type Dirs struct {
 func New(state string, opts Options) (*Dirs, error) {
 	if state == "" {
 		return nil, errors.New("runs: the state directory is empty")
+	}
+	if opts.Logger == nil {
+		return nil, errors.New("runs: Options need a Logger")
 	}
 	abs, err := filepath.Abs(state)
 	if err != nil {

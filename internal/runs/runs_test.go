@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,10 @@ import (
 
 	"go.uber.org/goleak"
 )
+
+// discard is the logger of tests that do not read the socket servers'
+// errors: New requires one.
+var discard = slog.New(slog.DiscardHandler)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -32,7 +37,7 @@ type bundle struct {
 func setup(t *testing.T) (*Dirs, bundle) {
 	t.Helper()
 	b := bundle{state: shortTemp(t), tmp: shortTemp(t)}
-	d, err := New(b.state, Options{TmpBase: b.tmp})
+	d, err := New(b.state, Options{TmpBase: b.tmp, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +320,7 @@ func longState(t *testing.T) string {
 func TestShortPathFallback(t *testing.T) {
 	state := longState(t)
 	tmp := shortTemp(t)
-	d, err := New(state, Options{TmpBase: tmp})
+	d, err := New(state, Options{TmpBase: tmp, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +408,7 @@ func TestUnsafeFallbackRefused(t *testing.T) {
 				t.Skip("chown to another user needs root")
 			}
 			tmp := shortTemp(t)
-			d, err := New(longState(t), Options{TmpBase: tmp})
+			d, err := New(longState(t), Options{TmpBase: tmp, Logger: discard})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,7 +437,7 @@ func mkdir(t *testing.T, path string, perm fs.FileMode) {
 
 func TestOverLongPath(t *testing.T) {
 	longTmp := filepath.Join(shortTemp(t), strings.Repeat("t", 80))
-	d, err := New(longState(t), Options{TmpBase: longTmp})
+	d, err := New(longState(t), Options{TmpBase: longTmp, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +641,7 @@ func TestCloseAllKeepsDirectories(t *testing.T) {
 		}
 	}
 	// The next daemon serves them again from the same directories.
-	d2, err := New(filepath.Dir(filepath.Dir(eps[0].Dir)), Options{})
+	d2, err := New(filepath.Dir(filepath.Dir(eps[0].Dir)), Options{Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,7 +717,7 @@ func TestSweep(t *testing.T) {
 	finished := prepare(d, "exe_finished", true)
 	// An earlier daemon's directory: a Dirs over the same state that is
 	// gone now.
-	earlier, err := New(b.state, Options{TmpBase: b.tmp})
+	earlier, err := New(b.state, Options{TmpBase: b.tmp, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,7 +796,7 @@ func TestSweepWithoutRunsDirectory(t *testing.T) {
 
 func TestSweepRemovesFallbackDirectory(t *testing.T) {
 	tmp := shortTemp(t)
-	d, err := New(longState(t), Options{TmpBase: tmp})
+	d, err := New(longState(t), Options{TmpBase: tmp, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -812,7 +817,7 @@ func TestSweepRemovesFallbackDirectory(t *testing.T) {
 }
 
 func TestServeRechecksFallbackDirectory(t *testing.T) {
-	d, err := New(longState(t), Options{TmpBase: shortTemp(t)})
+	d, err := New(longState(t), Options{TmpBase: shortTemp(t), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log"
 	"log/slog"
@@ -168,9 +167,6 @@ func (d *Dirs) closeLocked(executionID string) {
 }
 
 func (d *Dirs) errorLog() *log.Logger {
-	if d.logger == nil {
-		return log.New(io.Discard, "", 0)
-	}
 	return slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)
 }
 

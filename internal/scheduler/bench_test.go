@@ -34,7 +34,7 @@ func (instant) Stop(context.Context, executor.RunRequest, time.Duration) error {
 // finished, Work succeeded, keys released, core.work.finished accepted and
 // routed). The Work is created before the timer starts.
 func BenchmarkClaimComplete(b *testing.B) {
-	h := buildHarness(b, b.TempDir(), func(o *scheduler.SchedulerOptions) {
+	h := buildHarness(b, b.TempDir(), func(o *scheduler.Options) {
 		o.Limits.MaxRunning = 1
 		o.Executors["instant"] = instant{}
 		o.Toolbelt, o.ToolbeltEndpoints = nil, nil

@@ -59,7 +59,7 @@
 // # Limits
 //
 // MaxRunning, Lease and AttemptTimeout are given at start
-// (SchedulerOptions.Limits) and replaced with SetLimits when a new
+// (Options.Limits) and replaced with SetLimits when a new
 // configuration generation becomes active. Each decision reads the
 // current limits once: MaxRunning bounds the next Claim (running attempts
 // are never stopped when it drops), Lease the next lease taken or renewed,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -102,12 +103,12 @@ type harness struct {
 	routes  kernel.RouteTable
 	tokens  *tokens
 	arts    *storage.Artifacts
-	mod     func(*scheduler.SchedulerOptions)
+	mod     func(*scheduler.Options)
 	wrap    func(storage.Store) storage.Store
 	owner   string
 }
 
-func newHarness(t *testing.T, mod func(*scheduler.SchedulerOptions)) *harness {
+func newHarness(t *testing.T, mod func(*scheduler.Options)) *harness {
 	t.Helper()
 	h := buildHarness(t, t.TempDir(), mod, nil)
 	t.Cleanup(h.close)
@@ -115,7 +116,7 @@ func newHarness(t *testing.T, mod func(*scheduler.SchedulerOptions)) *harness {
 }
 
 // buildHarness opens a harness in dir; wrap, when set, wraps the store.
-func buildHarness(t tb, dir string, mod func(*scheduler.SchedulerOptions), wrap func(storage.Store) storage.Store) *harness {
+func buildHarness(t tb, dir string, mod func(*scheduler.Options), wrap func(storage.Store) storage.Store) *harness {
 	t.Helper()
 	c := clock.NewFake(t0)
 	h := &harness{
@@ -133,7 +134,7 @@ func buildHarness(t tb, dir string, mod func(*scheduler.SchedulerOptions), wrap 
 func (h *harness) open() {
 	t := h.t
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: h.path})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: h.path, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func (h *harness) open() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := scheduler.SchedulerOptions{
+	opts := scheduler.Options{
 		Store: h.store, Runtime: h.rt, Owner: h.owner,
 		Limits:    scheduler.Limits{MaxRunning: 4, Lease: 30 * time.Second, AttemptTimeout: time.Hour},
 		Executors: map[string]executor.Executor{"plain": h.plain, "resumer": h.resumer, "silent": h.silent},
@@ -163,11 +164,12 @@ func (h *harness) open() {
 		},
 		Toolbelt: h.tokens, ToolbeltEndpoints: h.tokens.endpoints, ToolbeltDir: "/opt/oc/bin", PlaybookDir: "/state/playbooks",
 		ExecutionsDir: filepath.Join(h.dir, "executions"), Artifacts: h.arts,
+		Logger: slog.New(slog.DiscardHandler),
 	}
 	if h.mod != nil {
 		h.mod(&opts)
 	}
-	h.s, err = scheduler.NewScheduler(opts)
+	h.s, err = scheduler.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestSetLimitsFillsDefaults(t *testing.T) {
 // until the running ones are below the new bound. Raising it lets the next
 // round claim more.
 func TestSetLimitsMaxRunningAppliesAtTheNextClaim(t *testing.T) {
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) { o.Limits.MaxRunning = 3 })
+	h := newHarness(t, func(o *scheduler.Options) { o.Limits.MaxRunning = 3 })
 	for range 6 {
 		h.create("b1")
 	}

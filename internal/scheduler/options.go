@@ -16,7 +16,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
-// Limits bound what one daemon runs. SchedulerOptions.Limits sets them at
+// Limits bound what one daemon runs. Options.Limits sets them at
 // start; Scheduler.SetLimits replaces them while the scheduler runs, and
 // each decision reads the limits current at that moment (see SetLimits).
 type Limits struct {
@@ -117,8 +117,8 @@ type HoldError struct {
 
 func (e *HoldError) Error() string { return "hold: " + e.Reason + ": " + e.Detail }
 
-// SchedulerOptions configure a Scheduler.
-type SchedulerOptions struct {
+// Options configure a Scheduler.
+type Options struct {
 	Store   storage.Store
 	Runtime *kernel.Runtime
 	// Clock and IDs default to the runtime's.
@@ -151,10 +151,11 @@ type SchedulerOptions struct {
 	// StopGrace is the grace between the polite and the forced stop of a
 	// cancelled attempt (default 10s).
 	StopGrace time.Duration
-	Logger    *slog.Logger
+	// Logger is required.
+	Logger *slog.Logger
 }
 
-func (o *SchedulerOptions) check() error {
+func (o *Options) check() error {
 	var errs []error
 	if o.Store == nil {
 		errs = append(errs, errors.New("a store"))
@@ -171,6 +172,9 @@ func (o *SchedulerOptions) check() error {
 	if o.ExecutionsDir == "" {
 		errs = append(errs, errors.New("an executions directory"))
 	}
+	if o.Logger == nil {
+		errs = append(errs, errors.New("a logger"))
+	}
 	if o.Toolbelt != nil && o.ToolbeltEndpoints == nil {
 		errs = append(errs, errors.New("ToolbeltEndpoints whenever Toolbelt is set"))
 	}
@@ -185,9 +189,6 @@ func (o *SchedulerOptions) check() error {
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = 10 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Limits = o.Limits.withDefaults()
 	return nil

@@ -446,7 +446,7 @@ func runProperty(t *testing.T, wrap func(storage.Store) storage.Store) {
 			rt.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
-		h := buildHarness(rt, dir, func(o *scheduler.SchedulerOptions) { o.Limits.MaxRunning = 3 }, wrap)
+		h := buildHarness(rt, dir, func(o *scheduler.Options) { o.Limits.MaxRunning = 3 }, wrap)
 		defer h.close()
 		h.routes["s1"] = []kernel.Route{
 			{ID: "start", MatchType: "go.*", Binding: "b1", Effect: kernel.EffectStart},

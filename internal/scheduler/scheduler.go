@@ -31,7 +31,7 @@ const (
 // recovers expired attempts. The daemon drives it with Tick (on a ticker and
 // whenever Notify fires) and Heartbeat; tests drive it step by step.
 type Scheduler struct {
-	o     SchedulerOptions
+	o     Options
 	rt    *kernel.Runtime
 	store storage.Store
 
@@ -76,9 +76,9 @@ type result struct {
 	err         error
 }
 
-// NewScheduler checks the options and returns a Scheduler. It refuses a
+// New checks the options and returns a Scheduler. It refuses a
 // Toolbelt without ToolbeltEndpoints.
-func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
+func New(o Options) (*Scheduler, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}

@@ -17,18 +17,18 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-func TestNewSchedulerRefusesToolbeltWithoutEndpoints(t *testing.T) {
+func TestNewRefusesToolbeltWithoutEndpoints(t *testing.T) {
 	h := newHarness(t, nil)
-	_, err := scheduler.NewScheduler(scheduler.SchedulerOptions{
+	_, err := scheduler.New(scheduler.Options{
 		Store: h.store, Runtime: h.rt, Owner: "x", ExecutionsDir: h.dir, Toolbelt: h.tokens,
 		Bindings: func(context.Context, scheduler.BindingQuery) (scheduler.Binding, error) {
 			return scheduler.Binding{}, nil
 		},
 	})
 	if err == nil || !strings.Contains(err.Error(), "ToolbeltEndpoints") {
-		t.Fatalf("NewScheduler with a toolbelt and no endpoints: %v", err)
+		t.Fatalf("New with a toolbelt and no endpoints: %v", err)
 	}
-	if _, err := scheduler.NewScheduler(scheduler.SchedulerOptions{}); err == nil {
+	if _, err := scheduler.New(scheduler.Options{}); err == nil {
 		t.Fatal("empty options were accepted")
 	}
 }
@@ -124,7 +124,7 @@ func TestFailureEndsWork(t *testing.T) {
 }
 
 func TestMaxRunning(t *testing.T) {
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) { o.Limits.MaxRunning = 2 })
+	h := newHarness(t, func(o *scheduler.Options) { o.Limits.MaxRunning = 2 })
 	for range 3 {
 		h.create("b1")
 	}
@@ -541,7 +541,7 @@ func TestToolbeltFailureHoldsTheWork(t *testing.T) {
 
 func TestSecretFailureHoldsWithASafeDiagnostic(t *testing.T) {
 	broken := true
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) {
+	h := newHarness(t, func(o *scheduler.Options) {
 		o.Secrets = func(_ context.Context, req scheduler.SecretsRequest) (map[string]string, error) {
 			if broken {
 				return nil, &scheduler.SecretError{Name: "api_key", Code: "secret_not_found"}
@@ -577,7 +577,7 @@ func TestSecretFailureHoldsWithASafeDiagnostic(t *testing.T) {
 
 func TestStartGate(t *testing.T) {
 	asked := 0
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) {
+	h := newHarness(t, func(o *scheduler.Options) {
 		o.StartGate = func(_ context.Context, w storage.Work) error {
 			asked++
 			if asked == 1 {
@@ -667,7 +667,7 @@ func TestRecoverOfAStoppingAttemptWithoutItsExecutor(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The next daemon's configuration no longer has the executor.
-			h.mod = func(o *scheduler.SchedulerOptions) { delete(o.Executors, "plain") }
+			h.mod = func(o *scheduler.Options) { delete(o.Executors, "plain") }
 			h.restart("daemon-2")
 			h.settle(seg)
 			if n, err := h.s.RecoverOrphans(ctx); err != nil || n != 1 {

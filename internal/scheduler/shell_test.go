@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -22,13 +23,13 @@ import (
 // withShell adds the real shell executor, supervised by this test binary,
 // and binding "bs", whose command tells the test it runs (by writing to
 // the FIFO) and then sleeps until it is stopped.
-func withShell(t *testing.T, fifo string) func(*scheduler.SchedulerOptions) {
+func withShell(t *testing.T, fifo string) func(*scheduler.Options) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := shell.New(shell.Options{Supervisor: self})
+	sh, err := shell.New(shell.Options{Supervisor: self, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func withShell(t *testing.T, fifo string) func(*scheduler.SchedulerOptions) {
 		"command": []string{"sh", "-c", `echo running > "$READY"; exec sleep 600`},
 		"env":     map[string]string{"READY": fifo},
 	})
-	return func(o *scheduler.SchedulerOptions) {
+	return func(o *scheduler.Options) {
 		o.Executors["shell"] = sh
 		o.StopGrace = 30 * time.Second
 		bindings := o.Bindings
@@ -84,7 +85,7 @@ func TestCancelOfARunningShellAttemptRecordsItsEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			logs := make(logTap, 1024)
-			h := newHarness(t, func(o *scheduler.SchedulerOptions) {
+			h := newHarness(t, func(o *scheduler.Options) {
 				withShell(t, fifo)(o)
 				o.Logger = slog.New(logs)
 			})

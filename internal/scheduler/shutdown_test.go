@@ -74,7 +74,7 @@ func TestClaimAfterCloseClaimsNothing(t *testing.T) {
 func TestCloseDuringAClaimGivesItBack(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) {
+	h := newHarness(t, func(o *scheduler.Options) {
 		o.Secrets = func(context.Context, scheduler.SecretsRequest) (map[string]string, error) {
 			once.Do(func() {
 				close(entered)
@@ -102,7 +102,7 @@ func TestCloseDuringAClaimGivesItBack(t *testing.T) {
 func TestShutdownOfTheRoundGivesTheClaimBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h := newHarness(t, func(o *scheduler.SchedulerOptions) {
+	h := newHarness(t, func(o *scheduler.Options) {
 		o.Secrets = func(ctx context.Context, _ scheduler.SecretsRequest) (map[string]string, error) {
 			cancel()
 			return nil, errors.Join(errors.New("resolving api_key"), ctx.Err())
@@ -122,7 +122,7 @@ func TestShutdownOfTheRoundGivesTheClaimBack(t *testing.T) {
 func TestCloseDuringAResumeOrRecoveryGivesItBack(t *testing.T) {
 	var block atomic.Bool
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	mod := func(o *scheduler.SchedulerOptions) {
+	mod := func(o *scheduler.Options) {
 		o.Secrets = func(context.Context, scheduler.SecretsRequest) (map[string]string, error) {
 			if block.Load() {
 				entered <- struct{}{}

@@ -43,8 +43,8 @@ func (l logTap) await(t *testing.T, msg string) slog.Record {
 	}
 }
 
-func tapped(logs logTap) func(*scheduler.SchedulerOptions) {
-	return func(o *scheduler.SchedulerOptions) { o.Logger = slog.New(logs) }
+func tapped(logs logTap) func(*scheduler.Options) {
+	return func(o *scheduler.Options) { o.Logger = slog.New(logs) }
 }
 
 // A Stop that fails is tried again on later rounds, paced by the injected

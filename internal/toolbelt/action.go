@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -36,108 +35,44 @@ type ActionInfo struct {
 	InputSchema  json.RawMessage `json:"input_schema"`
 }
 
-// Actions holds the operator actions extensions register. It implements
-// extension.Registrar for a registration's Actions (its operations are
-// the Toolbelt's) and is safe for concurrent use. No execution can call
-// an action: only an operator, through Act.
+// Actions serves to operators the actions registered on a Host (a
+// registration's operations are the Toolbelt's). It is safe for
+// concurrent use. No execution can call an action: only an operator,
+// through Act.
 type Actions struct {
 	control *kernel.Control
-
-	mu     sync.RWMutex
-	regs   map[string]bool             // registration names
-	byName map[string]registeredAction // by action name
+	host    *Host
 }
 
-type registeredAction struct {
-	reg string
-	act extension.Action
-}
-
-var _ extension.Registrar = (*Actions)(nil)
-
-// NewActions returns a registry with no actions, whose Act records each
-// action through control.
-func NewActions(control *kernel.Control) *Actions {
-	return &Actions{control: control, regs: map[string]bool{}, byName: map[string]registeredAction{}}
-}
-
-// Register adds a registration's actions. The registration name follows
-// extension.RegistrationName; every action must be <name>.<suffix>
-// (extension.OwnsOperation), not the name of one of the registration's
-// operations, with a summary, a handler and an object input schema (else
-// ErrInvalid, naming the action and why); an action listed twice or a
-// registration name registered before is ErrConflict. A refused
-// registration registers nothing.
-func (a *Actions) Register(reg extension.Registration) error {
-	if err := extension.RegistrationName(reg.Name); err != nil {
-		return fmt.Errorf("registration %q: %w", reg.Name, err)
-	}
-	seen := map[string]bool{}
-	for _, op := range reg.Operations {
-		seen[op.Name] = true
-	}
-	for _, act := range reg.Actions {
-		if !extension.OwnsOperation(reg.Name, act.Name) {
-			return fmt.Errorf("%w: registration %s: action %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, act.Name, reg.Name, reg.Name)
-		}
-		if seen[act.Name] {
-			return fmt.Errorf("%w: registration %s: the name %s is listed twice among its actions and operations", extension.ErrConflict, reg.Name, act.Name)
-		}
-		seen[act.Name] = true
-		if err := checkAction(act); err != nil {
-			return fmt.Errorf("%w: registration %s: action %s: %s", extension.ErrInvalid, reg.Name, act.Name, err.Error())
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.regs[reg.Name] {
-		return fmt.Errorf("%w: registration %s is already registered", extension.ErrConflict, reg.Name)
-	}
-	a.regs[reg.Name] = true
-	for _, act := range reg.Actions {
-		a.byName[act.Name] = registeredAction{reg: reg.Name, act: act}
-	}
-	return nil
-}
-
-func checkAction(act extension.Action) error {
-	switch {
-	case act.Summary == "":
-		return errors.New("it has no summary; give one sentence saying what it does")
-	case act.Handler == nil:
-		return errors.New("it has no handler")
-	}
-	return checkInputSchema(act.InputSchema)
+// NewActions returns the actions registered on host, whose Act records
+// each action through control. A nil host has none.
+func NewActions(control *kernel.Control, host *Host) *Actions {
+	return &Actions{control: control, host: host}
 }
 
 // List describes every registered action, in name order. A nil registry
 // has none.
 func (a *Actions) List() []ActionInfo {
 	out := []ActionInfo{}
-	if a == nil {
+	if a == nil || a.host == nil {
 		return out
 	}
-	a.mu.RLock()
-	for name, r := range a.byName {
+	for _, r := range a.host.actionList() {
 		schema := r.act.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		out = append(out, ActionInfo{Name: name, Registration: r.reg, Summary: r.act.Summary, InputSchema: slices.Clone(schema)})
+		out = append(out, ActionInfo{Name: r.act.Name, Registration: r.reg, Summary: r.act.Summary, InputSchema: slices.Clone(schema)})
 	}
-	a.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 func (a *Actions) lookup(name string) (extension.Action, bool) {
-	if a == nil {
+	if a == nil || a.host == nil {
 		return extension.Action{}, false
 	}
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	r, ok := a.byName[name]
-	return r.act, ok
+	return a.host.action(name)
 }
 
 // ActRequest is an operator's action.

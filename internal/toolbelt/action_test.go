@@ -42,8 +42,9 @@ func (r *recorder) calls() []extension.ActionRequest {
 // withActions gives the bundle an action registry holding reg.
 func (b *bundle) withActions(t *testing.T, reg extension.Registration) {
 	t.Helper()
-	b.acts = toolbelt.NewActions(b.ctl)
-	if err := b.acts.Register(reg); err != nil {
+	host := toolbelt.NewHost(nil)
+	b.acts = toolbelt.NewActions(b.ctl, host)
+	if err := host.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,7 +264,7 @@ func TestActRefusals(t *testing.T) {
 	}
 
 	// A registry without actions has none.
-	bare := toolbelt.NewActions(b.ctl)
+	bare := toolbelt.NewActions(b.ctl, toolbelt.NewHost(nil))
 	if _, err := bare.Act(operator, ok); kernel.CodeOf(err) != toolbelt.ErrActionNotFound.Code {
 		t.Errorf("no registry: %v, want action_not_found", err)
 	}
@@ -293,11 +294,12 @@ func TestActionsRegister(t *testing.T) {
 		"schema not object": {extension.Registration{Name: "ext", Actions: []extension.Action{{Name: "ext.a", Summary: "S.", Handler: h, InputSchema: json.RawMessage(`{"type":"string"}`)}}}, extension.ErrInvalid},
 		"schema not json":   {extension.Registration{Name: "ext", Actions: []extension.Action{{Name: "ext.a", Summary: "S.", Handler: h, InputSchema: json.RawMessage(`[`)}}}, extension.ErrInvalid},
 	} {
-		acts := toolbelt.NewActions(nil)
+		host := toolbelt.NewHost(nil)
+		acts := toolbelt.NewActions(nil, host)
 		// The refused registration carries a good action too: nothing of
 		// it may register.
 		c.reg.Actions = append([]extension.Action{act(c.reg.Name + ".good")}, c.reg.Actions...)
-		if err := acts.Register(c.reg); !errors.Is(err, c.kind) {
+		if err := host.Register(c.reg); !errors.Is(err, c.kind) {
 			t.Errorf("%s: %v, want %v", name, err, c.kind)
 		}
 		if got := acts.List(); len(got) != 0 {
@@ -305,15 +307,16 @@ func TestActionsRegister(t *testing.T) {
 		}
 	}
 
-	acts := toolbelt.NewActions(nil)
+	host := toolbelt.NewHost(nil)
+	acts := toolbelt.NewActions(nil, host)
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
-	if err := acts.Register(extension.Registration{Name: "zed", Actions: []extension.Action{act("zed.b"), {Name: "zed.a", Summary: "A.", Handler: h, InputSchema: schema}}}); err != nil {
+	if err := host.Register(extension.Registration{Name: "zed", Actions: []extension.Action{act("zed.b"), {Name: "zed.a", Summary: "A.", Handler: h, InputSchema: schema}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := acts.Register(extension.Registration{Name: "alpha", Actions: []extension.Action{act("alpha.x")}}); err != nil {
+	if err := host.Register(extension.Registration{Name: "alpha", Actions: []extension.Action{act("alpha.x")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := acts.Register(extension.Registration{Name: "zed"}); !errors.Is(err, extension.ErrConflict) {
+	if err := host.Register(extension.Registration{Name: "zed"}); !errors.Is(err, extension.ErrConflict) {
 		t.Errorf("the same registration name again: %v, want a conflict", err)
 	}
 	got := acts.List()

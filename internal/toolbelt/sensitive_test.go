@@ -315,7 +315,7 @@ func TestToolbeltExtensionErrorTextNeverLogged(t *testing.T) {
 	// Through the execution socket: the 500's body and the server's log.
 	srv := mgmttest.Start(t, mgmttest.Options{ExecutionTokens: management.ToolbeltTokens(f.TB.(*toolbelt.Toolbelt)), Clock: f.Env.Clock,
 		Logger: slog.New(slog.NewJSONHandler(srvLog, nil))})
-	dirs, err := runs.New(srv.StateDir, runs.Options{})
+	dirs, err := runs.New(srv.StateDir, runs.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

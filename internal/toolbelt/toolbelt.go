@@ -56,6 +56,9 @@ type BindingAuthority struct {
 type Options struct {
 	Runtime *kernel.Runtime
 	Store   storage.Store
+	// Host holds the extensions' registrations the toolbelt serves
+	// (required; the daemon registers every extension on it once).
+	Host *Host
 	// Entropy is the source of token bytes (required).
 	Entropy clock.Entropy
 	// Owner is this daemon instance's owner id: the lease guard requires
@@ -83,15 +86,15 @@ type Options struct {
 	Guidance string
 	// Logger receives the precise reason of every refusal (never a token,
 	// an input value, or the text of an extension's error that is not an
-	// *extension.OperationError: only its Go type). Discarded when nil.
+	// *extension.OperationError: only its Go type). Required.
 	Logger *slog.Logger
 }
 
 // Toolbelt is the host's toolbelt authority: it issues execution tokens
 // (only their digests are stored), runs every call through the check chain,
-// serves the builtins, replays requests, and holds the extensions'
-// registered operations. It implements extension.Toolbelt and
-// extension.Registrar. It is safe for concurrent use.
+// serves the builtins, replays requests, and serves the operations and
+// gates registered on its Host. It implements extension.Toolbelt and
+// extension.Registrar (through its Host). It is safe for concurrent use.
 type Toolbelt struct {
 	rt      *kernel.Runtime
 	store   storage.Store
@@ -103,9 +106,7 @@ type Toolbelt struct {
 
 	entropyMu sync.Mutex
 
-	regMu sync.RWMutex
-	regs  map[string]extension.Registration // by name
-	ops   map[string]registered             // extension operations by name
+	host *Host
 
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // running handler requests
@@ -114,92 +115,40 @@ type Toolbelt struct {
 	flightWait func()
 }
 
-type registered struct {
-	reg string
-	op  extension.Operation
-}
-
 var (
 	_ extension.Toolbelt  = (*Toolbelt)(nil)
 	_ extension.Registrar = (*Toolbelt)(nil)
 )
 
-// NewToolbelt returns a Toolbelt with no registrations.
+// New returns a Toolbelt serving what is registered on opts.Host.
 func New(opts Options) (*Toolbelt, error) {
 	switch {
 	case opts.Runtime == nil || opts.Store == nil || opts.Entropy == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs a runtime, a store and an entropy source")
+	case opts.Host == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs the extension Host")
 	case opts.Owner == "":
 		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
 	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize and AuthorizeRead")
+	case opts.Logger == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs a Logger")
 	}
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	tb := &Toolbelt{
 		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
-		opts: opts, log: log,
-		regs: map[string]extension.Registration{}, ops: map[string]registered{}, flight: map[string]chan struct{}{},
+		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{},
 	}
 	return tb, nil
 }
 
 // ---- registrar ----
 
-// Register adds an extension's operations. The registration name follows
-// extension.RegistrationName; every operation must be <name>.<suffix>
-// (extension.OwnsOperation) with a summary, an object input schema and
-// exactly one of Handler and Emit, a Handler when it is sensitive (else
-// ErrInvalid, naming the operation and why); a repeated registration name,
-// a builtin's name or an operation registered twice is ErrConflict. A
-// refused registration registers nothing.
-func (tb *Toolbelt) Register(reg extension.Registration) error {
-	if err := extension.RegistrationName(reg.Name); err != nil {
-		return fmt.Errorf("registration %q: %w", reg.Name, err)
-	}
-	if extension.IsBuiltin(reg.Name) {
-		return fmt.Errorf("%w: registration %s takes the name of the builtin %s", extension.ErrConflict, reg.Name, reg.Name)
-	}
-	seen := map[string]bool{}
-	for _, op := range reg.Operations {
-		if extension.IsBuiltin(op.Name) {
-			return fmt.Errorf("%w: registration %s: operation %s is a builtin of the host", extension.ErrConflict, reg.Name, op.Name)
-		}
-		if !extension.OwnsOperation(reg.Name, op.Name) {
-			return fmt.Errorf("%w: registration %s: operation %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, op.Name, reg.Name, reg.Name)
-		}
-		if seen[op.Name] {
-			return fmt.Errorf("%w: registration %s: operation %s is listed twice", extension.ErrConflict, reg.Name, op.Name)
-		}
-		seen[op.Name] = true
-		if err := checkOperation(op); err != nil {
-			return fmt.Errorf("%w: registration %s: operation %s: %s", extension.ErrInvalid, reg.Name, op.Name, err.Error())
-		}
-	}
-	for _, ts := range reg.Toolsets {
-		if err := extension.CheckToolset(reg.Name, ts); err != nil {
-			return fmt.Errorf("registration %s: %w", reg.Name, err)
-		}
-	}
-	tb.regMu.Lock()
-	defer tb.regMu.Unlock()
-	if _, dup := tb.regs[reg.Name]; dup {
-		return fmt.Errorf("%w: registration %s is already registered", extension.ErrConflict, reg.Name)
-	}
-	for _, op := range reg.Operations {
-		if other, dup := tb.ops[op.Name]; dup {
-			return fmt.Errorf("%w: operation %s is already registered by %s", extension.ErrConflict, op.Name, other.reg)
-		}
-	}
-	reg.Operations = slices.Clone(reg.Operations)
-	tb.regs[reg.Name] = reg
-	for _, op := range reg.Operations {
-		tb.ops[op.Name] = registered{reg: reg.Name, op: op}
-	}
-	return nil
-}
+// Register registers an extension on the toolbelt's Host (see
+// Host.Register): its operations and gate, its actions and, when the host
+// has a Catalog, configuration's view of it. A refused registration
+// registers nothing.
+func (tb *Toolbelt) Register(reg extension.Registration) error { return tb.host.Register(reg) }
 
 func checkOperation(op extension.Operation) error {
 	switch {
@@ -239,57 +188,25 @@ func checkInputSchema(raw json.RawMessage) error {
 
 // Declared reports whether op is a builtin or a registered operation.
 func (tb *Toolbelt) Declared(op string) bool {
-	if extension.IsBuiltin(op) {
-		return true
-	}
-	tb.regMu.RLock()
-	defer tb.regMu.RUnlock()
-	_, ok := tb.ops[op]
-	return ok
+	return extension.IsBuiltin(op) || tb.host.declared(op)
 }
 
 // Operations lists every declared operation (builtins and registered), in
 // name order: the registry the daemon narrows binding grants to.
 func (tb *Toolbelt) Operations() []string {
-	out := slices.Clone(extension.Builtins)
-	tb.regMu.RLock()
-	for name := range tb.ops {
-		out = append(out, name)
-	}
-	tb.regMu.RUnlock()
+	out := append(slices.Clone(extension.Builtins), tb.host.operationNames()...)
 	sort.Strings(out)
 	return out
 }
 
-func (tb *Toolbelt) operation(name string) (registered, bool) {
-	tb.regMu.RLock()
-	defer tb.regMu.RUnlock()
-	r, ok := tb.ops[name]
-	return r, ok
-}
+func (tb *Toolbelt) operation(name string) (registered, bool) { return tb.host.operation(name) }
 
 // registeredFamily reports whether an event type's family (first segment)
 // is a registration's namespace.
-func (tb *Toolbelt) registeredFamily(family string) bool {
-	tb.regMu.RLock()
-	defer tb.regMu.RUnlock()
-	_, ok := tb.regs[family]
-	return ok
-}
+func (tb *Toolbelt) registeredFamily(family string) bool { return tb.host.registeredFamily(family) }
 
 // gates returns the registrations with a gate, in name order.
-func (tb *Toolbelt) gates() []extension.Registration {
-	tb.regMu.RLock()
-	defer tb.regMu.RUnlock()
-	var out []extension.Registration
-	for _, r := range tb.regs {
-		if r.Gate != nil {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func (tb *Toolbelt) gates() []extension.Registration { return tb.host.gates() }
 
 // ---- tokens ----
 

@@ -221,7 +221,10 @@ operators' credentials are untouched.`,
 				return failf("cannot open the credential store in %s: %v", state, err)
 			}
 			defer closer.Close()
-			ops := management.NewOperators(store, clock.System{}, clock.SystemEntropy())
+			ops, err := management.NewOperators(store, clock.System{}, clock.SystemEntropy())
+			if err != nil {
+				return failf("recovery failed: %v", err)
+			}
 			if err := management.RecoverOperator(cmd.Context(), lock, ops); err != nil {
 				return failf("recovery failed: %v", err)
 			}

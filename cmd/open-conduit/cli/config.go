@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
 )
 
@@ -70,7 +71,7 @@ func runConfigCheck(out io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return failf("cannot read the configuration file: %v", err)
 	}
-	snap, res := config.Validate(data, config.ReleaseRegistry())
+	snap, res := config.Validate(data, bootstrap.ReleaseRegistry())
 	if asJSON {
 		o := checkOutput{Valid: res.Valid(), Diagnostics: res.Diagnostics, Warnings: res.Warnings}
 		if snap != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
 )
 
@@ -53,7 +54,7 @@ func cfgRun(t *testing.T, args ...string) (int, string, string) {
 
 func TestConfigCheckValid(t *testing.T) {
 	path := cfgFile(t, cfgValid)
-	snap, res := config.Validate([]byte(cfgValid), config.ReleaseRegistry())
+	snap, res := config.Validate([]byte(cfgValid), bootstrap.ReleaseRegistry())
 	if !res.Valid() {
 		t.Fatalf("the test config is invalid: %v", res.Diagnostics)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -59,7 +60,7 @@ func newToolbelt(t testing.TB) *toolbeltDouble {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
-	dirs, err := runs.New(state, runs.Options{TmpBase: state})
+	dirs, err := runs.New(state, runs.Options{TmpBase: state, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

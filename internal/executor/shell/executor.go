@@ -43,8 +43,8 @@ type Options struct {
 	// Grace is the time between SIGTERM and SIGKILL when a deadline
 	// passes; DefaultGrace when zero. Stop takes its own.
 	Grace time.Duration
-	// Clock tells the time deadlines are measured against; the system
-	// clock when nil.
+	// Clock tells the time deadlines are measured against (required: the
+	// daemon's).
 	Clock clock.Clock
 	// After is the timer behind deadlines and grace periods; time.After
 	// when nil. Tests pass one they fire themselves.
@@ -80,7 +80,7 @@ func New(opts Options) (*Executor, error) {
 		opts.Grace = DefaultGrace
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.System{}
+		return nil, errors.New("shell: the executor needs a Clock")
 	}
 	if opts.After == nil {
 		opts.After = time.After

@@ -27,7 +27,8 @@ import (
 var Epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // Options are the backends and settings of a test server. Zero fields get
-// fresh in-memory backends, a fake clock at Epoch and health generation 1.
+// fresh in-memory backends, a fake clock at Epoch, the system's entropy, a
+// discarding logger and health generation 1.
 type Options struct {
 	// StateDir reuses a state directory (to restart a server on it);
 	// empty makes a fresh one that is removed when the test ends.
@@ -64,6 +65,10 @@ type Harness struct {
 	served   chan error
 }
 
+// DiscardLogger is the logger of a test that does not look at the logs:
+// production constructors require one.
+func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
 // NewStateDir makes a short owner-only directory (short enough for a
 // socket path) removed when the test ends.
 func NewStateDir(t testing.TB) string {
@@ -93,6 +98,12 @@ func Start(t testing.TB, opts Options) *Harness {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.NewFake(Epoch)
+	}
+	if opts.Entropy == nil {
+		opts.Entropy = clock.SystemEntropy()
+	}
+	if opts.Logger == nil {
+		opts.Logger = DiscardLogger()
 	}
 	if opts.Version == "" {
 		opts.Version = "test"

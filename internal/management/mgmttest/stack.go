@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -15,6 +17,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
 // CanaryReference is the text of the secret reference StackConfig plants:
@@ -55,8 +58,11 @@ type StackOptions struct {
 	Clock      *clock.Fake
 	// IDs is kept across restarts; nil makes one.
 	IDs *ids.Generator
-	// Registry validates configurations; nil is config.ReleaseRegistry().
+	// Registry validates configurations; nil is bootstrap.ReleaseRegistry().
 	Registry *config.Registry
+	// Extensions are registered on the Stack's Host (with Registry as its
+	// catalog) before the configuration is restored, as the daemon does.
+	Extensions []extension.Registration
 }
 
 // Stack is the management server with every resource route, on a real
@@ -72,6 +78,9 @@ type Stack struct {
 	Config    *management.ConfigService
 	Resources *management.Resources
 	Cursors   *management.Cursors
+	// Host holds the Extensions; Actions serves their actions.
+	Host    *toolbelt.Host
+	Actions *toolbelt.Actions
 }
 
 // StartStack starts a Stack and stops it when the test ends. A config
@@ -113,7 +122,17 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry})
+	if opts.Registry == nil {
+		opts.Registry = bootstrap.ReleaseRegistry()
+	}
+	host := toolbelt.NewHost(opts.Registry)
+	for _, ext := range opts.Extensions {
+		if err := host.Register(ext); err != nil {
+			store.Close()
+			t.Fatalf("cannot register extension %s: %v", ext.Name, err)
+		}
+	}
+	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry, Logger: DiscardLogger()})
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
@@ -158,7 +177,8 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 			return kernel.WithActor(ctx, p.Actor())
 		},
 	})
-	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors}, nil
+	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors,
+		Host: host, Actions: toolbelt.NewActions(ctl, host)}, nil
 }
 
 // Stop stops the server, releases the lock and closes the store, so that

@@ -1,7 +1,7 @@
 // Package toolbeltint runs the toolbelt conformance suite
 // (internal/runtime/toolbelttest) on attempts the real scheduler runs: the
 // Harness here is the production toolbelt.Toolbelt as the scheduler's
-// SchedulerOptions.Toolbelt, with a Driver whose scheduler claims every
+// Options.Toolbelt, with a Driver whose scheduler claims every
 // Work (Tick), recovers expired leases (RecoverExpired), adopts another
 // daemon's attempts (RecoverOrphans), resumes parked executions and
 // applies every segment's end (ApplyResults, so Complete). Every token a
@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -108,7 +109,7 @@ func (d *Driver) Open(f *toolbelttest.Fixture) error {
 	for name, ex := range d.execs {
 		execs[name] = ex
 	}
-	s, err := scheduler.NewScheduler(scheduler.SchedulerOptions{
+	s, err := scheduler.New(scheduler.Options{
 		Store: f.Env.Store, Runtime: f.Env.Runtime, Owner: f.Env.Owner,
 		Limits:    scheduler.Limits{MaxRunning: 64, Lease: toolbelttest.Lease, AttemptTimeout: toolbelttest.Deadline},
 		Executors: execs,
@@ -121,6 +122,7 @@ func (d *Driver) Open(f *toolbelttest.Fixture) error {
 		},
 		Toolbelt: f.TB, ToolbeltEndpoints: d.endpoints(f.Dir()),
 		ExecutionsDir: filepath.Join(f.Dir(), "executions"),
+		Logger:        slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err

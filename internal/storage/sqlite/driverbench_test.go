@@ -42,7 +42,7 @@ func BenchmarkDriverAccept(b *testing.B) {
 	for _, d := range drivers {
 		for _, sync := range []string{"FULL", "NORMAL"} {
 			b.Run(fmt.Sprintf("driver=%s/synchronous=%s", d.name, sync), func(b *testing.B) {
-				s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "state.db"), Driver: d.driver, Synchronous: sync})
+				s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "state.db"), Driver: d.driver, Synchronous: sync, Clock: clock.System{}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -73,7 +73,7 @@ func BenchmarkDriverAccept(b *testing.B) {
 func BenchmarkDriverRead(b *testing.B) {
 	for _, d := range drivers {
 		b.Run("driver="+d.name, func(b *testing.B) {
-			s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "state.db"), Driver: d.driver})
+			s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "state.db"), Driver: d.driver, Clock: clock.System{}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func BenchmarkDriverRead(b *testing.B) {
 // driver too, so that the comparison measures two working stores.
 func TestDriverConformance(t *testing.T) {
 	storagetest.Exercise(t, func(t *testing.T) storage.Store {
-		s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "state.db"), Driver: "sqlite3"})
+		s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "state.db"), Driver: "sqlite3", Clock: clock.System{}})
 		if err != nil {
 			t.Fatal(err)
 		}

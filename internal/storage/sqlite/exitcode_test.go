@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 )
 
@@ -96,7 +97,7 @@ func TestMigrationKeepsOnlyObservedExitCodes(t *testing.T) {
 	db.Close()
 
 	// The store reads NULL as no exit code.
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}

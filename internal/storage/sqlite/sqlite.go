@@ -51,7 +51,7 @@ type Options struct {
 	// Driver is the database/sql driver name (default "sqlite", the pure Go
 	// modernc.org/sqlite). The driver comparison benchmark sets another.
 	Driver string
-	// Clock stamps applied migrations (default the system clock).
+	// Clock stamps applied migrations (required).
 	Clock clock.Clock
 }
 
@@ -95,7 +95,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.Driver = driverName
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.System{}
+		return nil, errors.New("sqlite: Options need a Clock")
 	}
 
 	q := url.Values{}

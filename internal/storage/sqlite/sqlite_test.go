@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 	"github.com/open-conduit/open-conduit/internal/storage/storagetest"
@@ -17,7 +18,7 @@ import (
 
 func open(t testing.TB, path string) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestOpenSettings(t *testing.T) {
 	if err == nil {
 		t.Fatal("an event with a missing parent was accepted: foreign keys are off")
 	}
-	if _, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "x.db"), Synchronous: "OFF"}); err == nil {
+	if _, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "x.db"), Synchronous: "OFF", Clock: clock.System{}}); err == nil {
 		t.Fatal("synchronous OFF was accepted")
 	}
 }
@@ -88,7 +89,7 @@ func TestOpenSettings(t *testing.T) {
 func TestPersistence(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,15 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	if _, err := sqlite.Open(ctx, sqlite.Options{Path: path}); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: clock.System{}}); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("opening a newer schema: %v", err)
+	}
+}
+
+// Open takes its clock from the caller: without one it refuses, naming it.
+func TestOpenRefusesNoClock(t *testing.T) {
+	_, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "x.db")})
+	if err == nil || !strings.Contains(err.Error(), "Clock") {
+		t.Fatalf("Open without a clock: %v, want a refusal naming it", err)
 	}
 }

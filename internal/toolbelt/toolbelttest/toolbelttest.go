@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -89,7 +90,7 @@ type Env struct {
 // Options returns the production options of a toolbelt on env.
 func (e *Env) Options() toolbelt.Options {
 	return toolbelt.Options{
-		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner,
+		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner, Host: toolbelt.NewHost(nil),
 		Bindings: func(gen int64, scope, binding string) (toolbelt.BindingAuthority, bool) {
 			if scope != Scope || (binding != Binding && binding != Resumable) {
 				return toolbelt.BindingAuthority{}, false
@@ -102,6 +103,7 @@ func (e *Env) Options() toolbelt.Options {
 		},
 		Authorize:     e.Ceiling.Authorize,
 		AuthorizeRead: e.Ceiling.AuthorizeRead,
+		Logger:        slog.New(slog.DiscardHandler),
 	}
 }
 

@@ -1,0 +1,233 @@
+package toolbelt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/open-conduit/open-conduit/extension"
+)
+
+// Catalog is configuration's view of the registered extensions: the
+// operations and toolsets against which validation resolves a binding's
+// grants. *config.Registry implements it; the toolbelt never reads
+// configuration through it.
+type Catalog interface {
+	// CheckExtension reports whether AddExtension would accept the
+	// extension, changing nothing.
+	CheckExtension(name string, operations []string, toolsets []extension.Toolset) error
+	// AddExtension registers it; a refusal registers nothing.
+	AddExtension(name string, operations []string, toolsets []extension.Toolset) error
+}
+
+// Host is the extension host: the one place an extension is registered.
+// Register takes a registration's operations and gate (served by every
+// Toolbelt built on the host), its operator actions (served by Actions
+// built on it) and gives the Catalog, when there is one, its operations
+// and toolsets, all at once: every part is checked before any is
+// registered, so a refused registration registers nothing anywhere. It
+// implements extension.Registrar and is safe for concurrent use; a
+// Catalog is not, so register with one before configuration is read.
+type Host struct {
+	catalog Catalog
+
+	mu      sync.RWMutex
+	regs    map[string]extension.Registration // by name
+	ops     map[string]registered             // extension operations by name
+	actions map[string]registeredAction       // by action name
+}
+
+type registered struct {
+	reg string
+	op  extension.Operation
+}
+
+type registeredAction struct {
+	reg string
+	act extension.Action
+}
+
+var _ extension.Registrar = (*Host)(nil)
+
+// NewHost returns a host with no registrations. catalog, when not nil, is
+// given every registration's operations and toolsets (the daemon passes
+// the configuration registry); nil keeps them in the host alone (tests of
+// the toolbelt).
+func NewHost(catalog Catalog) *Host {
+	return &Host{catalog: catalog, regs: map[string]extension.Registration{}, ops: map[string]registered{}, actions: map[string]registeredAction{}}
+}
+
+// Register registers an extension. The registration name follows
+// extension.RegistrationName and is not a builtin's. Every operation must
+// be <name>.<suffix> (extension.OwnsOperation) with a summary, an object
+// input schema and exactly one of Handler and Emit, a Handler when it is
+// sensitive; every action must be <name>.<suffix>, not the name of one of
+// the registration's operations, with a summary, a handler and an object
+// input schema; every toolset must pass extension.CheckToolset (else
+// ErrInvalid, naming the part and why). A repeated registration name, a
+// builtin's name, an operation or action listed twice or registered
+// before is ErrConflict, as is whatever the Catalog refuses. A refused
+// registration registers nothing anywhere.
+func (h *Host) Register(reg extension.Registration) error {
+	if err := checkRegistration(reg); err != nil {
+		return err
+	}
+	opNames := make([]string, 0, len(reg.Operations))
+	for _, op := range reg.Operations {
+		opNames = append(opNames, op.Name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.regs[reg.Name]; dup {
+		return fmt.Errorf("%w: registration %s is already registered", extension.ErrConflict, reg.Name)
+	}
+	for _, op := range reg.Operations {
+		if other, dup := h.ops[op.Name]; dup {
+			return fmt.Errorf("%w: operation %s is already registered by %s", extension.ErrConflict, op.Name, other.reg)
+		}
+	}
+	if h.catalog != nil {
+		if err := h.catalog.CheckExtension(reg.Name, opNames, reg.Toolsets); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		// Checked under the host's lock: the Catalog's own check passed
+		// above, and its AddExtension registers nothing when it refuses.
+		if err := h.catalog.AddExtension(reg.Name, opNames, reg.Toolsets); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+	}
+	reg.Operations = slices.Clone(reg.Operations)
+	reg.Actions = slices.Clone(reg.Actions)
+	h.regs[reg.Name] = reg
+	for _, op := range reg.Operations {
+		h.ops[op.Name] = registered{reg: reg.Name, op: op}
+	}
+	for _, act := range reg.Actions {
+		h.actions[act.Name] = registeredAction{reg: reg.Name, act: act}
+	}
+	return nil
+}
+
+// checkRegistration checks everything of a registration that does not
+// depend on what is registered already.
+func checkRegistration(reg extension.Registration) error {
+	if err := extension.RegistrationName(reg.Name); err != nil {
+		return fmt.Errorf("registration %q: %w", reg.Name, err)
+	}
+	if extension.IsBuiltin(reg.Name) {
+		return fmt.Errorf("%w: registration %s takes the name of the builtin %s", extension.ErrConflict, reg.Name, reg.Name)
+	}
+	seen := map[string]bool{}
+	for _, op := range reg.Operations {
+		if extension.IsBuiltin(op.Name) {
+			return fmt.Errorf("%w: registration %s: operation %s is a builtin of the host", extension.ErrConflict, reg.Name, op.Name)
+		}
+		if !extension.OwnsOperation(reg.Name, op.Name) {
+			return fmt.Errorf("%w: registration %s: operation %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, op.Name, reg.Name, reg.Name)
+		}
+		if seen[op.Name] {
+			return fmt.Errorf("%w: registration %s: operation %s is listed twice", extension.ErrConflict, reg.Name, op.Name)
+		}
+		seen[op.Name] = true
+		if err := checkOperation(op); err != nil {
+			return fmt.Errorf("%w: registration %s: operation %s: %s", extension.ErrInvalid, reg.Name, op.Name, err.Error())
+		}
+	}
+	for _, ts := range reg.Toolsets {
+		if err := extension.CheckToolset(reg.Name, ts); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+	}
+	for _, act := range reg.Actions {
+		if !extension.OwnsOperation(reg.Name, act.Name) {
+			return fmt.Errorf("%w: registration %s: action %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, act.Name, reg.Name, reg.Name)
+		}
+		if seen[act.Name] {
+			return fmt.Errorf("%w: registration %s: the name %s is listed twice among its actions and operations", extension.ErrConflict, reg.Name, act.Name)
+		}
+		seen[act.Name] = true
+		if err := checkAction(act); err != nil {
+			return fmt.Errorf("%w: registration %s: action %s: %s", extension.ErrInvalid, reg.Name, act.Name, err.Error())
+		}
+	}
+	return nil
+}
+
+func checkAction(act extension.Action) error {
+	switch {
+	case act.Summary == "":
+		return errors.New("it has no summary; give one sentence saying what it does")
+	case act.Handler == nil:
+		return errors.New("it has no handler")
+	}
+	return checkInputSchema(act.InputSchema)
+}
+
+// declared reports whether op is a registered extension operation.
+func (h *Host) declared(op string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.ops[op]
+	return ok
+}
+
+// operationNames returns the registered extension operations, unsorted.
+func (h *Host) operationNames() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.ops))
+	for name := range h.ops {
+		out = append(out, name)
+	}
+	return out
+}
+
+func (h *Host) operation(name string) (registered, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	r, ok := h.ops[name]
+	return r, ok
+}
+
+// registeredFamily reports whether an event type's family (first segment)
+// is a registration's namespace.
+func (h *Host) registeredFamily(family string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.regs[family]
+	return ok
+}
+
+// gates returns the registrations with a gate, in name order.
+func (h *Host) gates() []extension.Registration {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []extension.Registration
+	for _, r := range h.regs {
+		if r.Gate != nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// actionList returns the registered actions, unsorted.
+func (h *Host) actionList() []registeredAction {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]registeredAction, 0, len(h.actions))
+	for _, r := range h.actions {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (h *Host) action(name string) (extension.Action, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	r, ok := h.actions[name]
+	return r.act, ok
+}
