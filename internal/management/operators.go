@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -116,11 +116,11 @@ func (o *Operators) Store() Credentials { return o.store }
 func (o *Operators) newToken() (string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b := make([]byte, tokenBytes)
-	if _, err := io.ReadFull(o.entropy, b); err != nil {
+	tok, err := bearer.New(o.entropy)
+	if err != nil {
 		return "", fmt.Errorf("management: entropy for a token: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return tok, nil
 }
 
 func (o *Operators) mint(name string, role Role) (Issued, error) {
@@ -131,7 +131,7 @@ func (o *Operators) mint(name string, role Role) (Issued, error) {
 	o.mu.Lock()
 	id := o.ids.New(ids.Token)
 	o.mu.Unlock()
-	c := Credential{ID: id, Name: name, Role: role, Digest: DigestToken(tok), CreatedAt: o.clock.Now()}
+	c := Credential{ID: id, Name: name, Role: role, Digest: bearer.DigestOf(tok), CreatedAt: o.clock.Now()}
 	return Issued{Credential: c, Token: tok}, nil
 }
 
@@ -291,7 +291,7 @@ func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (Bootstr
 	if err != nil {
 		return BootstrapStale, nil
 	}
-	d := DigestToken(tok)
+	d := bearer.DigestOf(tok)
 	if subtle.ConstantTimeCompare(d[:], active.Digest[:]) != 1 {
 		return BootstrapStale, nil
 	}
