@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
 	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -341,38 +342,8 @@ func (o *Operators) issueOwner(ctx context.Context, path, oldID string) error {
 // WriteTokenFile writes token to path atomically: a 0600 temporary file
 // in the same directory, fsync, rename, and fsync of the directory.
 func WriteTokenFile(path, token string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return fmt.Errorf("cannot write token file in %s: %w", dir, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot set mode 0600 on %s: %w", tmp, err)
-	}
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot replace %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot sync %s: %w", dir, err)
+	if err := atomicfile.WriteFile(path, []byte(token+"\n"), 0o600, atomicfile.TempPrefix(".token-")); err != nil {
+		return fmt.Errorf("cannot write the token file %s: %w", path, err)
 	}
 	return nil
 }
