@@ -17,13 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/internal/unixhttp"
 )
 
 // TokenSource returns the bearer token for one request.
@@ -101,27 +102,13 @@ var errRedirect = errors.New("the daemon answered with a redirect; the client fo
 // New returns a client of the daemon listening on socketPath, sending
 // the token that token returns with each request.
 func New(socketPath string, token TokenSource) *Client {
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "unix", socketPath)
-			if err != nil {
-				return nil, &UnreachableError{Socket: socketPath, Err: err}
-			}
-			return conn, nil
-		},
-		DisableCompression: true,
-		ForceAttemptHTTP2:  false,
-		MaxIdleConns:       4,
-	}
 	return &Client{
 		socket: socketPath,
 		token:  token,
-		http: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
-		},
+		http: unixhttp.New(socketPath, unixhttp.Options{
+			DialError:     func(err error) error { return &UnreachableError{Socket: socketPath, Err: err} },
+			RedirectError: errRedirect,
+		}),
 	}
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 )
 
 // operator is a named operator's credential as the tests keep it: its
@@ -519,11 +519,11 @@ func TestManualEventActorNamesItsOperator(t *testing.T) {
 	}
 }
 
-// tokenForms are the ways a token can leak: itself, and its SHA-256
-// digest (what storage keeps) in hex, base64 and base64url.
+// tokenForms are the ways a token can leak: itself, and its digest (what
+// storage keeps, bearer.DigestOf) in hex, base64 and base64url.
 func tokenForms(t *testing.T, tok string) map[string]string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(tok))
+	sum := bearer.DigestOf(tok)
 	return map[string]string{
 		"token":                   tok,
 		"digest (hex)":            hex.EncodeToString(sum[:]),

@@ -16,12 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"time"
+
+	"github.com/open-conduit/open-conduit/internal/unixhttp"
 )
 
 // The environment an execution's process gets from the host.
@@ -53,24 +53,12 @@ func New(endpoint, tokenFile string) (*Client, error) {
 	if endpoint == "" || tokenFile == "" {
 		return nil, &Error{Code: CodeEnvironmentUnset, Message: EnvEndpoint + " and " + EnvTokenFile + " are not both set"}
 	}
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", endpoint)
-		},
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
-	}
 	return &Client{
 		endpoint:  endpoint,
 		tokenFile: tokenFile,
-		hc: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
+		// A redirect comes back as the response itself, which do refuses
+		// as a status without an error envelope.
+		hc: unixhttp.New(endpoint, unixhttp.Options{}),
 	}, nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
 	"github.com/open-conduit/open-conduit/internal/management"
 )
 
@@ -28,13 +28,7 @@ func linkOS(stateDir, exe string) (string, error) {
 	if err := management.CheckPrivateDir(dir); err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(dir, ".os-"+strconv.Itoa(os.Getpid()))
-	_ = os.Remove(tmp)
-	if err := os.Symlink(exe, tmp); err != nil {
-		return "", fmt.Errorf("cannot link %s to the open-conduit binary: %w", filepath.Join(dir, OSName), err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, OSName)); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Symlink(exe, filepath.Join(dir, OSName), atomicfile.TempPrefix(".os-")); err != nil {
 		return "", fmt.Errorf("cannot link %s to the open-conduit binary: %w", filepath.Join(dir, OSName), err)
 	}
 	return dir, nil

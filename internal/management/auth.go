@@ -2,14 +2,13 @@ package management
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 )
 
 // Role is what an operator credential may do. Roles are ordered: view <
@@ -121,26 +120,9 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// Digest is the SHA-256 of a token's text. Only digests are stored.
-type Digest [sha256.Size]byte
-
-// DigestToken returns the digest under which token is stored.
-func DigestToken(token string) Digest { return sha256.Sum256([]byte(token)) }
-
-// tokenBytes is the number of random bytes in a token.
-const tokenBytes = 32
-
-// tokenLen is the length of a token's text: unpadded base64url of 32 bytes.
-var tokenLen = base64.RawURLEncoding.EncodedLen(tokenBytes)
-
-// wellFormedToken reports whether s has a token's shape.
-func wellFormedToken(s string) bool {
-	if len(s) != tokenLen {
-		return false
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	return err == nil
-}
+// Digest is the SHA-256 of a token's text (bearer.DigestOf). Only digests
+// are stored.
+type Digest = bearer.Digest
 
 // ExecutionToken is what the management server needs to know of an
 // execution's toolbelt token: enough to refuse it with
@@ -171,11 +153,11 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 		return Principal{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized,
 			"a bearer token is required: send Authorization: Bearer <token> with an operator token")
 	}
-	if !wellFormedToken(token) {
+	if !bearer.WellFormed(token) {
 		return Principal{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized,
 			"the bearer token is malformed; use the token exactly as it was issued")
 	}
-	d := DigestToken(token)
+	d := bearer.DigestOf(token)
 	ctx := r.Context()
 	c, err := s.opts.Credentials.ByDigest(ctx, d)
 	switch {

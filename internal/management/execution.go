@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/runs"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
@@ -68,10 +69,10 @@ func (s *Server) executionRequest(r *http.Request) (*http.Request, error) {
 	if !present {
 		return r, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "a bearer token is required: send Authorization: Bearer <token> with the execution's token (OS_TOKEN_FILE)")
 	}
-	if !wellFormedToken(token) {
+	if !bearer.WellFormed(token) {
 		return r, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "the bearer token is malformed; send the execution's current token exactly as the token file holds it")
 	}
-	c, err := s.opts.Credentials.ByDigest(r.Context(), DigestToken(token))
+	c, err := s.opts.Credentials.ByDigest(r.Context(), bearer.DigestOf(token))
 	switch {
 	case err == nil && c.Active():
 		return r, Wrap(CodeWrongCredentialClass, ErrWrongCredentialClass,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -116,11 +117,11 @@ func (o *Operators) Store() Credentials { return o.store }
 func (o *Operators) newToken() (string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b := make([]byte, tokenBytes)
-	if _, err := io.ReadFull(o.entropy, b); err != nil {
+	tok, err := bearer.New(o.entropy)
+	if err != nil {
 		return "", fmt.Errorf("management: entropy for a token: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return tok, nil
 }
 
 func (o *Operators) mint(name string, role Role) (Issued, error) {
@@ -131,7 +132,7 @@ func (o *Operators) mint(name string, role Role) (Issued, error) {
 	o.mu.Lock()
 	id := o.ids.New(ids.Token)
 	o.mu.Unlock()
-	c := Credential{ID: id, Name: name, Role: role, Digest: DigestToken(tok), CreatedAt: o.clock.Now()}
+	c := Credential{ID: id, Name: name, Role: role, Digest: bearer.DigestOf(tok), CreatedAt: o.clock.Now()}
 	return Issued{Credential: c, Token: tok}, nil
 }
 
@@ -291,7 +292,7 @@ func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (Bootstr
 	if err != nil {
 		return BootstrapStale, nil
 	}
-	d := DigestToken(tok)
+	d := bearer.DigestOf(tok)
 	if subtle.ConstantTimeCompare(d[:], active.Digest[:]) != 1 {
 		return BootstrapStale, nil
 	}
@@ -341,38 +342,8 @@ func (o *Operators) issueOwner(ctx context.Context, path, oldID string) error {
 // WriteTokenFile writes token to path atomically: a 0600 temporary file
 // in the same directory, fsync, rename, and fsync of the directory.
 func WriteTokenFile(path, token string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return fmt.Errorf("cannot write token file in %s: %w", dir, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot set mode 0600 on %s: %w", tmp, err)
-	}
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot replace %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot sync %s: %w", dir, err)
+	if err := atomicfile.WriteFile(path, []byte(token+"\n"), 0o600, atomicfile.TempPrefix(".token-")); err != nil {
+		return fmt.Errorf("cannot write the token file %s: %w", path, err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
@@ -47,7 +48,7 @@ func TestBootstrapWritesOwnerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Role != management.RoleAdmin || c.Digest != management.DigestToken(tok) || !strings.HasPrefix(c.ID, "tok_") {
+	if c.Role != management.RoleAdmin || c.Digest != bearer.DigestOf(tok) || !strings.HasPrefix(c.ID, "tok_") {
 		t.Fatalf("owner credential = %+v", c)
 	}
 }
@@ -79,7 +80,7 @@ func TestBootstrapLooksOnlyAtTheOwner(t *testing.T) {
 	if st, err := management.BootstrapOperator(ctx, lock, ops); err != nil || st != management.BootstrapStale {
 		t.Fatalf("bootstrap without the file = %s, %v; want stale", st, err)
 	}
-	if c, err := creds.ActiveByName(ctx, management.OwnerName); err != nil || c.Digest != management.DigestToken(owner) {
+	if c, err := creds.ActiveByName(ctx, management.OwnerName); err != nil || c.Digest != bearer.DigestOf(owner) {
 		t.Fatal("stale bootstrap changed the owner's credential")
 	}
 	// With the owner's credential revoked, bootstrap issues a new one,
@@ -177,7 +178,7 @@ func TestRevocationRules(t *testing.T) {
 	if err != nil || res.Class != "execution" {
 		t.Fatalf("operate revoking an execution token: %+v, %v", res, err)
 	}
-	if tk, _ := execs.ByDigest(ctx, management.DigestToken(execTok)); tk.RevokedAt.IsZero() {
+	if tk, _ := execs.ByDigest(ctx, bearer.DigestOf(execTok)); tk.RevokedAt.IsZero() {
 		t.Fatal("execution token not revoked")
 	}
 	// Admin revokes a named operator.
@@ -337,7 +338,7 @@ func TestListingHasNoTokenOrDigest(t *testing.T) {
 	got := do(t, h, req{method: "GET", path: "/v1/auth/operators", token: h.OwnerToken(t)})
 	expect(t, got, 200, "")
 	for _, tok := range tokens {
-		d := management.DigestToken(tok)
+		d := bearer.DigestOf(tok)
 		for _, secret := range []string{tok, hex.EncodeToString(d[:]), base64.StdEncoding.EncodeToString(d[:]), base64.RawURLEncoding.EncodeToString(d[:])} {
 			if bytes.Contains(got.body, []byte(secret)) {
 				t.Fatalf("listing contains a token or digest: %s", got.body)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
 )
 
 // MaxSocketPath is the longest socket path the host binds: macOS limits a
@@ -24,6 +26,10 @@ const (
 	tokenDirName  = "token"
 	tokenFileName = "token"
 	socketName    = "toolbelt.sock"
+
+	// tokenTempPrefix starts the name of the token file's temporary,
+	// which writeToken clears when an interrupted write left one.
+	tokenTempPrefix = ".token-"
 )
 
 // Errors. Each is wrapped with a message that names the path involved and
@@ -285,53 +291,19 @@ func claimExecutionFile(dir, executionID string) error {
 // writeToken replaces dir/token with token through a temporary file in dir
 // and a rename, removing temporaries an interrupted earlier write left.
 func writeToken(dir, token string) error {
-	if stale, _ := filepath.Glob(filepath.Join(dir, ".token-*")); len(stale) > 0 {
+	if stale, _ := filepath.Glob(filepath.Join(dir, tokenTempPrefix+"*")); len(stale) > 0 {
 		for _, p := range stale {
 			_ = os.Remove(p)
 		}
 	}
-	return replaceFile(dir, tokenFileName, ".token-", token+"\n")
+	return replaceFile(dir, tokenFileName, tokenTempPrefix, token+"\n")
 }
 
 // replaceFile atomically replaces dir/name with content (mode 0600): a
-// temporary file in dir, fsync, rename, fsync of dir.
-func replaceFile(dir, name, tmpPrefix, content string) (err error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err = f.WriteString(content); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+// temporary file in dir named tmpPrefix and random characters, fsync,
+// rename, fsync of dir. The temporary file is in dir itself, so a process
+// watching dir (the token directory, mounted into a sandbox) sees the
+// rename.
+func replaceFile(dir, name, tmpPrefix, content string) error {
+	return atomicfile.WriteFile(filepath.Join(dir, name), []byte(content), 0o600, atomicfile.TempPrefix(tmpPrefix))
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
 )
 
 // Artifacts keeps the bytes of artifacts as files in one directory, named by
@@ -60,28 +62,10 @@ func (a *Artifacts) Stage(id string, r io.Reader) (*Staged, error) {
 	if !validArtifactID(id) {
 		return nil, fmt.Errorf("storage: artifact id %q is not a plain identifier", id)
 	}
-	tmp, err := os.CreateTemp(a.dir, ".stage-*")
-	if err != nil {
-		return nil, fmt.Errorf("storage: stage artifact: %w", err)
-	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), r)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), a.path(id))
-	}
+	n, err := atomicfile.WriteFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"))
 	if err != nil {
-		_ = os.Remove(tmp.Name())
 		return nil, fmt.Errorf("storage: stage artifact: %w", err)
-	}
-	if d, err := os.Open(a.dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return &Staged{a: a, id: id, size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
 }

@@ -2,8 +2,6 @@ package toolbelt
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -35,10 +34,6 @@ const (
 	// long for the operator.
 	CallRetention = 30 * 24 * time.Hour
 )
-
-// TokenBytes is the number of random bytes in an execution token; its text
-// is their unpadded base64url encoding.
-const TokenBytes = 32
 
 // MaxRequestID bounds a request ID: 1 to 200 printable ASCII characters.
 const MaxRequestID = 200
@@ -241,15 +236,13 @@ type IssuedToken struct {
 // every lower-epoch token of the execution. The token expires at the
 // attempt deadline, or earlier with Options.Lifetime.
 func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedToken, error) {
-	var raw [TokenBytes]byte
 	tb.entropyMu.Lock()
-	_, err := io.ReadFull(tb.entropy, raw[:])
+	token, err := bearer.New(tb.entropy)
 	tb.entropyMu.Unlock()
 	if err != nil {
 		return IssuedToken{}, fmt.Errorf("toolbelt: draw token bytes: %w", err)
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw[:])
-	digest := sha256.Sum256([]byte(token))
+	digest := bearer.DigestOf(token)
 	now := tb.clock.Now()
 	out := IssuedToken{Token: token, ID: tb.ids.New(ids.Token)}
 	err = tb.store.WithTx(ctx, func(tx storage.Tx) error {
@@ -367,29 +360,20 @@ func (tb *Toolbelt) SweepToolbelt(ctx context.Context) (storage.SweepToolbeltRes
 	return res, err
 }
 
-// wellFormedToken reports whether s has an execution token's shape.
-func wellFormedToken(s string) bool {
-	if len(s) != base64.RawURLEncoding.EncodedLen(TokenBytes) {
-		return false
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	return err == nil
-}
-
 // TokenByDigest returns the token stored under a digest (revoked and
 // expired ones included), for the management server's credential
 // classification and revocation by id.
-func (tb *Toolbelt) TokenByDigest(ctx context.Context, digest [sha256.Size]byte) (storage.Token, error) {
+func (tb *Toolbelt) TokenByDigest(ctx context.Context, digest bearer.Digest) (storage.Token, error) {
 	return tb.store.GetTokenByDigest(ctx, digest[:])
 }
 
 // IsExecutionToken reports whether token is a live (known, not revoked, not
 // expired) execution token.
 func (tb *Toolbelt) IsExecutionToken(ctx context.Context, token string) bool {
-	if !wellFormedToken(token) {
+	if !bearer.WellFormed(token) {
 		return false
 	}
-	d := sha256.Sum256([]byte(token))
+	d := bearer.DigestOf(token)
 	t, err := tb.store.GetTokenByDigest(ctx, d[:])
 	return err == nil && !t.Revoked() && tb.clock.Now().Before(t.ExpiresAt)
 }
@@ -397,10 +381,10 @@ func (tb *Toolbelt) IsExecutionToken(ctx context.Context, token string) bool {
 // authenticate is the first link of the chain: digest lookup, revocation
 // and exclusive expiry (a token is expired at its ExpiresAt).
 func (tb *Toolbelt) authenticate(ctx context.Context, token string) (storage.Token, error) {
-	if !wellFormedToken(token) {
+	if !bearer.WellFormed(token) {
 		return storage.Token{}, forbid("the bearer is not an execution token's shape")
 	}
-	d := sha256.Sum256([]byte(token))
+	d := bearer.DigestOf(token)
 	t, err := tb.store.GetTokenByDigest(ctx, d[:])
 	switch {
 	case errors.Is(err, storage.ErrNotFound):

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/open-conduit/open-conduit/internal/atomicfile"
 )
 
 // Files of the execution directory (see the package doc).
@@ -61,30 +63,7 @@ const (
 // file in the same directory, fsync and rename, so that a reader sees either
 // nothing or the whole file.
 func writeFileAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }
 
 func writeJSONFile(dir, name string, v any) error {
@@ -130,20 +109,7 @@ func writeRecord(dir string, pid int) error {
 // earlier stop already said why: the first reason stands. The file appears
 // whole (written aside, then linked into place) or not at all.
 func writeStop(dir, reason string) error {
-	f, err := os.CreateTemp(dir, "."+stopFile+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.WriteString(reason + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(tmp, filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := atomicfile.WriteNew(filepath.Join(dir, stopFile), []byte(reason+"\n"), 0o600); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
 	return nil

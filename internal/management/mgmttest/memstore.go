@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -216,7 +217,7 @@ func (s *ExecutionTokens) Add(token string, t management.ExecutionToken) {
 	if s.digest == nil {
 		s.digest = map[string]management.Digest{}
 	}
-	s.digest[t.ID] = management.DigestToken(token)
+	s.digest[t.ID] = bearer.DigestOf(token)
 	s.tokens = append(s.tokens, t)
 }
 

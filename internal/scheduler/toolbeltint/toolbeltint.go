@@ -15,7 +15,6 @@ package toolbeltint
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/scheduler/schedulertest"
@@ -271,7 +271,7 @@ func (d *Driver) attempt(f *toolbelttest.Fixture, executionID string, epoch int6
 	if last == nil || last.Token != rc.Token || last.Endpoint.Socket != rc.ToolbeltEndpoint || last.Endpoint.TokenFile != rc.ToolbeltTokenFile {
 		return nil, fmt.Errorf("the executor's %s of %s@%d got a token or endpoint the scheduler did not give ToolbeltEndpoints", kind, executionID, epoch)
 	}
-	digest := sha256.Sum256([]byte(rc.Token))
+	digest := bearer.DigestOf(rc.Token)
 	tok, err := f.Env.Store.GetTokenByDigest(ctx, digest[:])
 	if err != nil {
 		return nil, fmt.Errorf("the token the executor got is not stored: %w", err)

@@ -2,8 +2,6 @@ package toolbelttest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
@@ -282,10 +281,9 @@ func (n *nonRevoking) Issue(ctx context.Context, req toolbelt.TokenRequest) (str
 }
 
 func (n *nonRevoking) IssueToken(ctx context.Context, req toolbelt.IssueRequest) (toolbelt.IssuedToken, error) {
-	var raw [toolbelt.TokenBytes]byte
-	_, _ = n.env.Entropy.Read(raw[:])
-	out := toolbelt.IssuedToken{Token: base64.RawURLEncoding.EncodeToString(raw[:]), ID: n.env.Runtime.IDs().New(ids.Token)}
-	digest := sha256.Sum256([]byte(out.Token))
+	tok, _ := bearer.New(n.env.Entropy)
+	out := toolbelt.IssuedToken{Token: tok, ID: n.env.Runtime.IDs().New(ids.Token)}
+	digest := bearer.DigestOf(out.Token)
 	now := n.env.Clock.Now()
 	err := n.env.Store.WithTx(ctx, func(tx storage.Tx) error {
 		exe, err := tx.GetExecution(ctx, req.Execution)
@@ -345,7 +343,7 @@ func (a answersEnded) Call(ctx context.Context, token string, req extension.Call
 	if err == nil || !errors.Is(err, extension.ErrForbidden) {
 		return res, err
 	}
-	d := sha256.Sum256([]byte(token))
+	d := bearer.DigestOf(token)
 	t, terr := a.store.GetTokenByDigest(ctx, d[:])
 	if terr != nil {
 		return res, err
