@@ -9,6 +9,12 @@
 // clients (client, osclient) decode into them. The types carry only JSON
 // tags and small read-only helpers: no behaviour, no I/O.
 //
+// The management socket encodes them with go-json-experiment/json, whose
+// omitempty leaves out only an empty string, null, [] and {}: a zero
+// number or false is still sent (ToolbeltCall's epoch and replayed), and
+// a nil list is sent as []. The toolbelt's call results are encoded with
+// encoding/json.
+//
 // It must never hold a token digest, a secret, a secret reference or a
 // configured value, and never import anything but the standard library.
 // The one credential it carries is Issued.Token: the operator token shown
