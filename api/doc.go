@@ -15,8 +15,9 @@
 // a nil list is sent as []. The toolbelt's call results are encoded with
 // encoding/json.
 //
-// It must never hold a token digest, a secret, a secret reference or a
+// It must never hold a digest, a secret, a secret reference or a
 // configured value, and never import anything but the standard library.
 // The one credential it carries is Issued.Token: the operator token shown
-// exactly once, in the response that issues it.
+// exactly once, in the response that issues it. (A git.credential
+// operation's result is a secret, so it is osclient's, not a type here.)
 package api

@@ -187,12 +187,9 @@ type GitCredentialInput struct {
 	Username string `json:"username,omitempty"`
 }
 
-// GitCredential is the result of an operation serving git.credential.
-// Such an operation is sensitive: its result is never recorded for replay.
-type GitCredential struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
+// The result of an operation serving git.credential, a username and a
+// password, is a secret: it has no type here (osclient.GitCredential), and
+// the host never records it for replay.
 
 // Toolbelt call record kinds (ToolbeltCall.Kind).
 const (

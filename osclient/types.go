@@ -91,13 +91,16 @@ type (
 // credential requests.
 const CapabilityGitCredential = api.CapabilityGitCredential
 
-type (
-	// GitCredentialInput is the input of an operation serving
-	// git.credential.
-	GitCredentialInput = api.GitCredentialInput
-	// GitCredential is the result of an operation serving git.credential.
-	GitCredential = api.GitCredential
-)
+// GitCredentialInput is the input of an operation serving git.credential.
+type GitCredentialInput = api.GitCredentialInput
+
+// GitCredential is the result of an operation serving git.credential. It
+// is a secret, so it is not one of package api's shapes, which never hold
+// one.
+type GitCredential struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
 
 // Error codes. The toolbelt's own are the first group (api's); the client
 // makes the second group itself, for failures that never reached an
