@@ -3,18 +3,13 @@ package client
 import (
 	"context"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/open-conduit/open-conduit/api"
 )
 
 // The operator actions extensions register (docs/api.md, Actions).
 
 // Action describes a registered action.
-type Action struct {
-	Name         string         `json:"name"`
-	Registration string         `json:"registration"`
-	Summary      string         `json:"summary"`
-	InputSchema  jsontext.Value `json:"input_schema"`
-}
+type Action = api.Action
 
 // Actions lists every registered action, in name order (one page).
 func (c *Client) Actions(ctx context.Context) (*List[Action], error) {
@@ -23,20 +18,12 @@ func (c *Client) Actions(ctx context.Context) (*List[Action], error) {
 
 // ActRequest is where an action is taken and with what: Scope is
 // required, Work (a Work of Scope) and Input (a JSON object) optional.
-type ActRequest struct {
-	Scope string         `json:"scope"`
-	Work  string         `json:"work,omitempty"`
-	Input jsontext.Value `json:"input,omitempty"`
-}
+type ActRequest = api.ActRequest
 
 // Acted is the answer of an action: the core.action Event that records
 // it, with the caller as its actor, and the action's result.
 type Acted struct {
-	Event  Event          `json:"event"`
-	Result jsontext.Value `json:"result"`
-	// Existing: an earlier request with the same Idempotency-Key accepted
-	// the Event, and the action ran again with the same request id.
-	Existing bool `json:"existing"`
+	api.Acted
 	Mutation `json:"-"`
 }
 

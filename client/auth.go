@@ -4,14 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/open-conduit/open-conduit/api"
 )
 
 // Health is the body of GET /v1/health.
 type Health struct {
-	Status     string `json:"status"`
-	Version    string `json:"version"`
-	Generation int64  `json:"generation"`
+	api.Health
 	// Raw is the response body as the API sent it.
 	Raw []byte `json:"-"`
 }
@@ -31,12 +30,8 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 // Issued is a credential with its token, as rotation and operator issue
 // return it: the only time the token is ever shown.
 type Issued struct {
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	TokenID   string    `json:"token_id"`
-	Token     string    `json:"token"`
-	CreatedAt time.Time `json:"created_at"`
-	Raw       []byte    `json:"-"`
+	api.Issued
+	Raw []byte `json:"-"`
 }
 
 // Rotate revokes the caller's credential and returns its replacement
@@ -55,10 +50,7 @@ func (c *Client) Rotate(ctx context.Context) (*Issued, error) {
 // AddOperator issues a credential for a named operator; role "" means
 // view. Needs the admin role.
 func (c *Client) AddOperator(ctx context.Context, name, role string) (*Issued, error) {
-	body := struct {
-		Name string `json:"name"`
-		Role string `json:"role,omitempty"`
-	}{name, role}
+	body := api.IssueRequest{Name: name, Role: role}
 	var out Issued
 	resp, err := c.decode(ctx, http.MethodPost, "/v1/auth/operators", body, nil, &out)
 	if err != nil {
@@ -69,15 +61,7 @@ func (c *Client) AddOperator(ctx context.Context, name, role string) (*Issued, e
 }
 
 // Operator is one credential in the operator listing.
-type Operator struct {
-	Name      string     `json:"name"`
-	Role      string     `json:"role"`
-	TokenID   string     `json:"token_id"`
-	Owner     bool       `json:"owner"`
-	Active    bool       `json:"active"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
+type Operator = api.Operator
 
 // OperatorList is the body of GET /v1/auth/operators: one page of
 // operator credentials.
@@ -92,12 +76,13 @@ func (c *Client) Operators(ctx context.Context, p Page) (*OperatorList, error) {
 	return list[Operator](ctx, c, query("/v1/auth/operators", q))
 }
 
+// apiRevoked names the embedded api.Revoked so that its field Revoked is
+// not shadowed by the embedding.
+type apiRevoked = api.Revoked
+
 // Revoked is the body of POST /v1/auth/revoke.
 type Revoked struct {
-	TokenID string `json:"token_id"`
-	// Class is "operator" or "execution".
-	Class    string `json:"class"`
-	Revoked  bool   `json:"revoked"`
+	apiRevoked
 	Replayed bool   `json:"-"`
 	Raw      []byte `json:"-"`
 }
@@ -105,9 +90,7 @@ type Revoked struct {
 // Revoke revokes a credential or an execution token by its id. It sends
 // opts.IdempotencyKey, or a fresh key when none is given.
 func (c *Client) Revoke(ctx context.Context, tokenID string, opts *RequestOptions) (*Revoked, error) {
-	body := struct {
-		TokenID string `json:"token_id"`
-	}{tokenID}
+	body := api.RevokeRequest{TokenID: tokenID}
 	var out Revoked
 	resp, err := c.decode(ctx, http.MethodPost, "/v1/auth/revoke", body, withKey(opts), &out)
 	if err != nil {

@@ -1,7 +1,10 @@
 // Package client is the public Go client of Open Conduit's local
 // management API: HTTP/1.1 JSON over the daemon's owner-only Unix socket.
 // Refusals come back as *APIError carrying the API's stable code, with Is…
-// helpers to test for them.
+// helpers to test for them. The wire shapes are package api's: a shape the
+// client returns as it came is an alias (Decision = api.Decision), and one
+// it returns with how the request went embeds the api type beside Read,
+// Mutation or Raw (Work is api.Work and Read).
 //
 // It must never dial anything but the configured socket path (the host is
 // always localhost, no proxy is consulted and redirects are refused), and
@@ -24,6 +27,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/unixhttp"
 )
 
@@ -220,13 +224,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, opts *
 }
 
 func apiError(status int, body []byte) *APIError {
-	var env struct {
-		Error struct {
-			Code        string       `json:"code"`
-			Message     string       `json:"message"`
-			Diagnostics []Diagnostic `json:"diagnostics"`
-		} `json:"error"`
-	}
+	var env api.ErrorEnvelope
 	if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" {
 		return &APIError{Status: status, Code: "unexpected_response", Message: fmt.Sprintf("the daemon answered %d %s without an error envelope", status, http.StatusText(status))}
 	}
@@ -281,32 +279,32 @@ func ErrorCode(err error) string {
 func isCode(err error, code string) bool { return ErrorCode(err) == code }
 
 // IsUnauthorized: no valid token was sent (401 unauthorized).
-func IsUnauthorized(err error) bool { return isCode(err, "unauthorized") }
+func IsUnauthorized(err error) bool { return isCode(err, api.CodeUnauthorized) }
 
 // IsForbidden: the request is outside the caller's authority (403 forbidden).
-func IsForbidden(err error) bool { return isCode(err, "forbidden") }
+func IsForbidden(err error) bool { return isCode(err, api.CodeForbidden) }
 
 // IsForbiddenRole: the credential's role is too low (403 forbidden_role).
-func IsForbiddenRole(err error) bool { return isCode(err, "forbidden_role") }
+func IsForbiddenRole(err error) bool { return isCode(err, api.CodeForbiddenRole) }
 
 // IsWrongCredentialClass: an execution token on the management socket, or
 // an operator token on the toolbelt (403 wrong_credential_class).
-func IsWrongCredentialClass(err error) bool { return isCode(err, "wrong_credential_class") }
+func IsWrongCredentialClass(err error) bool { return isCode(err, api.CodeWrongCredentialClass) }
 
 // IsNotFound: no such record or route (404 not_found).
-func IsNotFound(err error) bool { return isCode(err, "not_found") }
+func IsNotFound(err error) bool { return isCode(err, api.CodeNotFound) }
 
 // IsConflict: the request conflicts with the current state (409 conflict).
-func IsConflict(err error) bool { return isCode(err, "conflict") }
+func IsConflict(err error) bool { return isCode(err, api.CodeConflict) }
 
 // IsIdempotencyConflict: the key was used for another request (409).
-func IsIdempotencyConflict(err error) bool { return isCode(err, "idempotency_conflict") }
+func IsIdempotencyConflict(err error) bool { return isCode(err, api.CodeIdempotencyConflict) }
 
 // IsStaleGeneration: the configuration changed since it was read (409).
-func IsStaleGeneration(err error) bool { return isCode(err, "stale_generation") }
+func IsStaleGeneration(err error) bool { return isCode(err, api.CodeStaleGeneration) }
 
 // IsInvalidRequest: the request broke a rule of its shape (422).
-func IsInvalidRequest(err error) bool { return isCode(err, "invalid_request") }
+func IsInvalidRequest(err error) bool { return isCode(err, api.CodeInvalidRequest) }
 
 // IsUnreachable: the daemon's socket could not be reached.
 func IsUnreachable(err error) bool {

@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/api"
 )
 
 // The management API's resources: scopes, Work, Events, executions, waits,
@@ -20,8 +21,7 @@ import (
 // List is one page of a list route. NextCursor is empty on the last page;
 // pass it back, with the same filters, for the next.
 type List[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
+	api.Page[T]
 	// Raw is the response body as the API sent it.
 	Raw []byte `json:"-"`
 }
@@ -114,44 +114,19 @@ func post(ctx context.Context, c *Client, path string, body any, opts *RequestOp
 
 // Scope is a scope of the active configuration generation.
 type Scope struct {
-	ID            string        `json:"id"`
-	Parent        string        `json:"parent,omitempty"`
-	Enabled       bool          `json:"enabled"`
-	Removed       bool          `json:"removed"`
-	Active        bool          `json:"active"`
-	Authorization Authorization `json:"authorization"`
-	Bindings      []Binding     `json:"bindings"`
-	Routes        []Route       `json:"routes"`
-	Generation    int64         `json:"generation"`
-	Read          `json:"-"`
+	api.Scope
+	Read `json:"-"`
 }
 
 // Authorization is a scope's effective ceiling.
-type Authorization struct {
-	Operations []string `json:"operations"`
-	Reads      []string `json:"reads"`
-}
+type Authorization = api.Authorization
 
 // Binding is a binding's effective authority. Secrets maps environment
 // variables to secret names (never references).
-type Binding struct {
-	ID         string              `json:"id"`
-	Executor   string              `json:"executor"`
-	Operations []string            `json:"operations"`
-	Grants     map[string][]string `json:"grants"`
-	Secrets    map[string]string   `json:"secrets"`
-	Requires   []string            `json:"requires"`
-	Playbook   string              `json:"playbook,omitempty"`
-}
+type Binding = api.Binding
 
 // Route is one ordered route of a scope.
-type Route struct {
-	ID          string `json:"id"`
-	MatchType   string `json:"match_type"`
-	MatchSource string `json:"match_source,omitempty"`
-	Binding     string `json:"binding,omitempty"`
-	Effect      string `json:"effect"`
-}
+type Route = api.Route
 
 // Scopes lists the scopes of the active generation by id, one page at a
 // time: pass the previous page's NextCursor in p for the next. A cursor
@@ -171,48 +146,21 @@ func (c *Client) Scope(ctx context.Context, id string, opts *RequestOptions) (*S
 }
 
 // TraceRequest is a hypothetical Event for a route trace.
-type TraceRequest struct {
-	Type           string         `json:"type"`
-	Source         string         `json:"source,omitempty"`
-	CorrelationKey string         `json:"correlation_key,omitempty"`
-	WorkID         string         `json:"work_id,omitempty"`
-	Data           jsontext.Value `json:"data,omitempty"`
-}
+type TraceRequest = api.TraceRequest
 
 // RouteVerdict is one route's verdict in a Decision.
-type RouteVerdict struct {
-	Route   string `json:"route"`
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
-}
+type RouteVerdict = api.RouteVerdict
 
 // Wake is a Wait an event satisfies.
-type Wake struct {
-	Work   string `json:"work"`
-	Wait   string `json:"wait"`
-	Reason string `json:"reason"`
-}
+type Wake = api.Wake
 
 // Decision is how the router handles (or would handle) an event.
-type Decision struct {
-	Routes     []RouteVerdict `json:"routes"`
-	Work       string         `json:"work,omitempty"`
-	WorkState  string         `json:"work_state,omitempty"`
-	Effect     string         `json:"effect"`
-	Detail     string         `json:"detail"`
-	Route      string         `json:"route,omitempty"`
-	Binding    string         `json:"binding,omitempty"`
-	Wait       string         `json:"wait,omitempty"`
-	OtherWakes []Wake         `json:"other_wakes"`
-	Started    string         `json:"started,omitempty"`
-}
+type Decision = api.Decision
 
 // Trace is the answer of a route trace.
 type Trace struct {
-	Scope      string   `json:"scope"`
-	Generation int64    `json:"generation"`
-	Decision   Decision `json:"decision"`
-	Raw        []byte   `json:"-"`
+	api.Trace
+	Raw []byte `json:"-"`
 }
 
 // TraceRoute asks how the router would handle ev in scope now; nothing is
@@ -225,10 +173,7 @@ func (c *Client) TraceRoute(ctx context.Context, scope string, ev TraceRequest) 
 }
 
 // Sample is a named sample Event a scope's route handlers offer.
-type Sample struct {
-	Name  string         `json:"name"`
-	Event jsontext.Value `json:"event"`
-}
+type Sample = api.RouteSample
 
 // RouteSamples lists the sample Events the scope's route handlers offer
 // (none in this release).
@@ -240,33 +185,9 @@ func (c *Client) RouteSamples(ctx context.Context, scope string) (*List[Sample],
 
 // Work is a unit of work.
 type Work struct {
-	ID             string         `json:"id"`
-	Scope          string         `json:"scope"`
-	Binding        string         `json:"binding"`
-	State          string         `json:"state"`
-	BlockedReason  string         `json:"blocked_reason,omitempty"`
-	BlockedDetail  string         `json:"blocked_detail,omitempty"`
-	Parent         string         `json:"parent,omitempty"`
-	CreatedEvent   string         `json:"created_event"`
-	OutcomeMessage string         `json:"outcome_message,omitempty"`
-	OutcomeData    jsontext.Value `json:"outcome_data,omitempty"`
-	Grants         []string       `json:"grants"`
-	InputWatermark int64          `json:"input_watermark"`
-	InputCount     int64          `json:"input_count"`
-	Attempts       int            `json:"attempts"`
-	Revision       int64          `json:"revision"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	Read           `json:"-"`
+	api.Work
+	Read `json:"-"`
 }
-
-// Terminal reports whether the Work has finished.
-func (w *Work) Terminal() bool {
-	return w.State == "succeeded" || w.State == "failed" || w.State == "cancelled"
-}
-
-// Held reports whether the Work is held (not started until a retry).
-func (w *Work) Held() bool { return w.BlockedReason != "" }
 
 // WorkFilter filters the Work list.
 type WorkFilter struct {
@@ -291,48 +212,20 @@ func (c *Client) GetWork(ctx context.Context, id string, opts *RequestOptions) (
 }
 
 // Input is the input bound to a manual Work.
-type Input struct {
-	Type string         `json:"type,omitempty"`
-	Data jsontext.Value `json:"data,omitempty"`
-}
+type Input = api.Input
 
 // CreateWorkRequest is a manual Work.
-type CreateWorkRequest struct {
-	Scope string `json:"scope"`
-	// Binding may be empty when the scope has exactly one.
-	Binding        string   `json:"binding,omitempty"`
-	Input          *Input   `json:"input,omitempty"`
-	CorrelationKey string   `json:"correlation_key,omitempty"`
-	Grants         []string `json:"grants,omitempty"`
-}
+type CreateWorkRequest = api.CreateWorkRequest
 
 // Event is an accepted Event.
 type Event struct {
-	Seq            int64          `json:"seq"`
-	ID             string         `json:"id"`
-	Type           string         `json:"type"`
-	Source         string         `json:"source"`
-	Scope          string         `json:"scope"`
-	Work           string         `json:"work,omitempty"`
-	Execution      string         `json:"execution,omitempty"`
-	CorrelationKey string         `json:"correlation_key,omitempty"`
-	Data           jsontext.Value `json:"data"`
-	Parent         string         `json:"parent,omitempty"`
-	Root           string         `json:"root"`
-	Depth          int            `json:"depth"`
-	Actor          string         `json:"actor,omitempty"`
-	DeliveryID     string         `json:"delivery_id,omitempty"`
-	AcceptedAt     time.Time      `json:"accepted_at"`
-	Read           `json:"-"`
+	api.Event
+	Read `json:"-"`
 }
 
 // CreatedWork is the answer of a Work creation.
 type CreatedWork struct {
-	Work         Work  `json:"work"`
-	CreatedEvent Event `json:"created_event"`
-	InputEvent   Event `json:"input_event"`
-	// Existing: the Work already existed under this Idempotency-Key.
-	Existing bool `json:"existing"`
+	api.CreatedWork
 	Mutation `json:"-"`
 }
 
@@ -348,17 +241,12 @@ func (c *Client) CreateWork(ctx context.Context, req CreateWorkRequest, opts *Re
 
 // Controlled is the answer of a control: its event and the state it left.
 type Controlled struct {
-	Event     Event      `json:"event"`
-	Work      Work       `json:"work"`
-	Execution *Execution `json:"execution,omitempty"`
-	Existing  bool       `json:"existing"`
-	Mutation  `json:"-"`
+	api.Controlled
+	Mutation `json:"-"`
 }
 
 func (c *Client) control(ctx context.Context, path, reason string, opts *RequestOptions) (*Controlled, error) {
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
+	body := api.ControlRequest{Reason: reason}
 	var out Controlled
 	m, err := post(ctx, c, path, body, opts, true, &out)
 	out.Mutation = m
@@ -376,16 +264,11 @@ func (c *Client) RetryWork(ctx context.Context, id, reason string, opts *Request
 }
 
 // WakeRequest is the event a wake sends; both fields are optional.
-type WakeRequest struct {
-	Type string         `json:"type,omitempty"`
-	Data jsontext.Value `json:"data,omitempty"`
-}
+type WakeRequest = api.WakeRequest
 
 // Woken is the answer of a wake.
 type Woken struct {
-	Event    Event    `json:"event"`
-	Decision Decision `json:"decision"`
-	Matched  bool     `json:"matched"`
+	api.Woken
 	Mutation `json:"-"`
 }
 
@@ -431,19 +314,11 @@ func (c *Client) EventChain(ctx context.Context, id string, p Page) (*List[Event
 
 // EmitRequest is an operator's Event: a core.manual root, or derived from
 // Parent (whose scope it takes when Scope is empty).
-type EmitRequest struct {
-	Scope          string         `json:"scope,omitempty"`
-	Type           string         `json:"type"`
-	Data           jsontext.Value `json:"data,omitempty"`
-	CorrelationKey string         `json:"correlation_key,omitempty"`
-	Parent         string         `json:"parent,omitempty"`
-}
+type EmitRequest = api.EmitRequest
 
 // Emitted is the answer of an emit.
 type Emitted struct {
-	Event    Event    `json:"event"`
-	Decision Decision `json:"decision"`
-	Existing bool     `json:"existing"`
+	api.Emitted
 	Mutation `json:"-"`
 }
 
@@ -461,25 +336,8 @@ func (c *Client) Emit(ctx context.Context, req EmitRequest, opts *RequestOptions
 // daemon observed when its segment ended; nil (exit_code absent) while it
 // observed none.
 type Execution struct {
-	ID             string    `json:"id"`
-	Work           string    `json:"work"`
-	Scope          string    `json:"scope"`
-	Binding        string    `json:"binding"`
-	Executor       string    `json:"executor"`
-	Generation     int64     `json:"generation"`
-	Epoch          int64     `json:"epoch"`
-	Owner          string    `json:"owner"`
-	LeaseExpiresAt time.Time `json:"lease_expires_at"`
-	Deadline       time.Time `json:"deadline"`
-	State          string    `json:"state"`
-	InputWatermark int64     `json:"input_watermark"`
-	Result         string    `json:"result,omitempty"`
-	Message        string    `json:"message,omitempty"`
-	ExitCode       *int      `json:"exit_code,omitempty"`
-	Revision       int64     `json:"revision"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	Read           `json:"-"`
+	api.Execution
+	Read `json:"-"`
 }
 
 // ExecutionFilter filters the execution list.
@@ -513,23 +371,8 @@ func (c *Client) CancelExecution(ctx context.Context, id, reason string, opts *R
 
 // Wait is a registered predicate that wakes a Work.
 type Wait struct {
-	ID           string    `json:"id"`
-	Work         string    `json:"work"`
-	Scope        string    `json:"scope"`
-	Execution    string    `json:"execution,omitempty"`
-	Epoch        int64     `json:"epoch"`
-	Registration string    `json:"registration,omitempty"`
-	Types        []string  `json:"types"`
-	Keys         []string  `json:"keys"`
-	OnWorkKeys   bool      `json:"on_work_keys"`
-	Watermark    int64     `json:"watermark"`
-	Timer        string    `json:"timer,omitempty"`
-	TimeoutAt    time.Time `json:"timeout_at,omitzero"`
-	State        string    `json:"state"`
-	SatisfiedBy  string    `json:"satisfied_by,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	Read         `json:"-"`
+	api.Wait
+	Read `json:"-"`
 }
 
 // WaitFilter filters the wait list.
@@ -557,15 +400,8 @@ func (c *Client) GetWait(ctx context.Context, id string, opts *RequestOptions) (
 
 // Artifact is the metadata of bytes an execution produced.
 type Artifact struct {
-	ID        string    `json:"id"`
-	Execution string    `json:"execution"`
-	Work      string    `json:"work"`
-	Name      string    `json:"name"`
-	MediaType string    `json:"media_type"`
-	Size      int64     `json:"size"`
-	SHA256    string    `json:"sha256"`
-	CreatedAt time.Time `json:"created_at"`
-	Read      `json:"-"`
+	api.Artifact
+	Read `json:"-"`
 }
 
 // ArtifactFilter filters the artifact list.
@@ -624,44 +460,20 @@ func (c *Client) ArtifactContent(ctx context.Context, id, rng string, w io.Write
 
 // Diagnostic is one problem of a configuration: a JSON pointer, a code
 // and a remedy (never a configured value).
-type Diagnostic struct {
-	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
-	Remedy  string `json:"remedy"`
-}
-
-func (d Diagnostic) String() string {
-	p := d.Pointer
-	if p == "" {
-		p = "(document)"
-	}
-	return p + ": " + d.Code + ": " + d.Remedy
-}
+type Diagnostic = api.Diagnostic
 
 // Warning is something a valid configuration probably did not mean.
-type Warning struct {
-	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type Warning = api.Warning
 
-func (w Warning) String() string {
-	p := w.Pointer
-	if p == "" {
-		p = "(document)"
-	}
-	return p + ": " + w.Code + ": " + w.Message
-}
+// apiConfig names the embedded api.Config so that its field Config (the
+// document) is not shadowed by the embedding.
+type apiConfig = api.Config
 
 // Config is the active configuration generation; Config is the normalized
 // document with every secret reference redacted.
 type Config struct {
-	Generation int64          `json:"generation"`
-	Hash       string         `json:"hash"`
-	Config     jsontext.Value `json:"config"`
-	Actor      string         `json:"actor"`
-	CreatedAt  time.Time      `json:"created_at"`
-	Read       `json:"-"`
+	apiConfig
+	Read `json:"-"`
 }
 
 // Config reads the active configuration generation.
@@ -674,11 +486,8 @@ func (c *Client) Config(ctx context.Context, opts *RequestOptions) (*Config, err
 
 // Validation is the answer of a config validation.
 type Validation struct {
-	Valid       bool         `json:"valid"`
-	Hash        string       `json:"hash,omitempty"`
-	Diagnostics []Diagnostic `json:"diagnostics"`
-	Warnings    []Warning    `json:"warnings"`
-	Raw         []byte       `json:"-"`
+	api.Validation
+	Raw []byte `json:"-"`
 }
 
 func configBody(doc []byte) (jsontext.Value, error) {
@@ -696,9 +505,7 @@ func (c *Client) ValidateConfig(ctx context.Context, doc []byte) (*Validation, e
 	if err != nil {
 		return nil, err
 	}
-	body := struct {
-		Config jsontext.Value `json:"config"`
-	}{v}
+	body := api.ValidateRequest{Config: []byte(v)}
 	var out Validation
 	m, err := post(ctx, c, "/v1/config/validate", body, nil, false, &out)
 	out.Raw = m.Raw
@@ -707,11 +514,8 @@ func (c *Client) ValidateConfig(ctx context.Context, doc []byte) (*Validation, e
 
 // Applied is the answer of a config apply.
 type Applied struct {
-	Generation         int64     `json:"generation"`
-	Hash               string    `json:"hash"`
-	PreviousGeneration int64     `json:"previous_generation"`
-	Warnings           []Warning `json:"warnings"`
-	Mutation           `json:"-"`
+	api.Applied
+	Mutation `json:"-"`
 }
 
 // ApplyConfig publishes a configuration document as the next generation.
@@ -722,11 +526,7 @@ func (c *Client) ApplyConfig(ctx context.Context, doc []byte, expectedGeneration
 	if err != nil {
 		return nil, err
 	}
-	body := struct {
-		Config             jsontext.Value `json:"config"`
-		ExpectedGeneration int64          `json:"expected_generation"`
-		Hash               string         `json:"hash,omitempty"`
-	}{v, expectedGeneration, hash}
+	body := api.ApplyRequest{Config: []byte(v), ExpectedGeneration: expectedGeneration, Hash: hash}
 	var out Applied
 	m, err := post(ctx, c, "/v1/config/apply", body, opts, true, &out)
 	out.Mutation = m
@@ -736,18 +536,7 @@ func (c *Client) ApplyConfig(ctx context.Context, doc []byte, expectedGeneration
 // ---- toolbelt call records ----
 
 // ToolbeltCall is one toolbelt request or refusal.
-type ToolbeltCall struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Operation string    `json:"operation"`
-	Execution string    `json:"execution,omitempty"`
-	Epoch     int64     `json:"epoch,omitempty"`
-	TokenID   string    `json:"token_id,omitempty"`
-	Result    string    `json:"result"`
-	Gate      string    `json:"gate,omitempty"`
-	Replayed  bool      `json:"replayed,omitempty"`
-	At        time.Time `json:"at"`
-}
+type ToolbeltCall = api.ToolbeltCall
 
 // ToolbeltCallFilter filters the call records.
 type ToolbeltCallFilter struct {
@@ -765,25 +554,25 @@ func (c *Client) ToolbeltCalls(ctx context.Context, f ToolbeltCallFilter) (*List
 // ---- error helpers ----
 
 // IsScopeInUse: a removed or reparented scope still has unfinished Work.
-func IsScopeInUse(err error) bool { return isCode(err, "scope_in_use") }
+func IsScopeInUse(err error) bool { return isCode(err, api.CodeScopeInUse) }
 
 // IsInvalidConfig: the configuration does not validate; the *APIError's
 // Diagnostics say why.
-func IsInvalidConfig(err error) bool { return isCode(err, "invalid_config") }
+func IsInvalidConfig(err error) bool { return isCode(err, api.CodeInvalidConfig) }
 
 // IsIdempotencyKeyRequired: the route needs an Idempotency-Key (400).
-func IsIdempotencyKeyRequired(err error) bool { return isCode(err, "idempotency_key_required") }
+func IsIdempotencyKeyRequired(err error) bool { return isCode(err, api.CodeIdempotencyKeyRequired) }
 
 // IsCursorError: a list cursor was refused (invalid_cursor,
 // cursor_mismatch or cursor_expired); start the listing again.
 func IsCursorError(err error) bool {
 	c := ErrorCode(err)
-	return c == "invalid_cursor" || c == "cursor_mismatch" || c == "cursor_expired"
+	return c == api.CodeInvalidCursor || c == api.CodeCursorMismatch || c == api.CodeCursorExpired
 }
 
 // IsRangeNotSatisfiable: the byte range lies past the artifact's end, or
 // more than one was asked (416).
-func IsRangeNotSatisfiable(err error) bool { return isCode(err, "range_not_satisfiable") }
+func IsRangeNotSatisfiable(err error) bool { return isCode(err, api.CodeRangeNotSatisfiable) }
 
 // Diagnostics returns the configuration diagnostics an invalid_config
 // refusal carries.

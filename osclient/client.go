@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/unixhttp"
 )
 
@@ -82,7 +83,7 @@ func (c *Client) Call(ctx context.Context, req CallRequest) (*CallResponse, erro
 	if len(bytes.TrimSpace(req.Input)) == 0 {
 		req.Input = json.RawMessage(`{}`)
 	}
-	body, err := json.Marshal(req)
+	body, err := json.Marshal(req.body())
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidRequest, Message: "the input is not valid JSON: " + err.Error()}
 	}
@@ -160,13 +161,8 @@ func (c *Client) do(hreq *http.Request, out any) error {
 		return badResponse(fmt.Sprintf("the response is larger than %d bytes", maxResponse))
 	}
 	if resp.StatusCode != http.StatusOK {
-		var env struct {
-			Error *struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Code == "" {
+		var env api.ErrorEnvelope
+		if json.Unmarshal(body, &env) != nil || env.Error.Code == "" {
 			return badResponse(fmt.Sprintf("HTTP %d without an error envelope", resp.StatusCode))
 		}
 		return &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}

@@ -1,0 +1,48 @@
+package api
+
+import "time"
+
+// Execution states.
+const (
+	ExecutionRunning  = "running"
+	ExecutionParked   = "parked"
+	ExecutionStopping = "stopping"
+	ExecutionFinished = "finished"
+)
+
+// Execution results.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+	ResultCancelled = "cancelled"
+	ResultLost      = "lost"
+)
+
+// Execution is one attempt of a Work by one executor (GET
+// /v1/executions, GET /v1/executions/{id}).
+type Execution struct {
+	ID       string `json:"id"`
+	Work     string `json:"work"`
+	Scope    string `json:"scope"`
+	Binding  string `json:"binding"`
+	Executor string `json:"executor"`
+	// Generation is the configuration generation the attempt is pinned
+	// to; Epoch grows with every claim, recovery and resume.
+	Generation     int64     `json:"generation"`
+	Epoch          int64     `json:"epoch"`
+	Owner          string    `json:"owner"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at"`
+	Deadline       time.Time `json:"deadline"`
+	// State is one of the Execution… states.
+	State          string `json:"state"`
+	InputWatermark int64  `json:"input_watermark"`
+	// Result is one of the Result… values once finished.
+	Result  string `json:"result,omitempty"`
+	Message string `json:"message,omitempty"`
+	// ExitCode is the exit code observed when the segment ended (-1 for
+	// a process killed by a signal); nil (absent) when none was observed.
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
