@@ -380,3 +380,30 @@ func exitCode(err error) int {
 func within() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), guard)
 }
+
+// untilServedAgain waits until an adopting daemon has finished adopting
+// executionID: its token file holds a token other than old and its socket
+// takes connections. Adoption commits the new epoch before it writes the
+// rotated token and serves the socket, so a test that asserts either
+// waits for it, not for the epoch alone.
+func (e *env) untilServedAgain(executionID, old string) string {
+	e.t.Helper()
+	var current string
+	until(e.t, "the rotated token and the served socket of "+executionID, func() bool {
+		b, err := os.ReadFile(e.execTokenFile(executionID))
+		if err != nil {
+			return false
+		}
+		current = strings.TrimSpace(string(b))
+		if current == "" || current == old {
+			return false
+		}
+		c, err := net.Dial("unix", e.execSocket(executionID))
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return current
+}

@@ -58,6 +58,7 @@ func TestKillDrill(t *testing.T) {
 	if !alive(pid) {
 		t.Fatal("the adopted job is not running")
 	}
+	e.untilServedAgain(exe.ID, strings.TrimSpace(string(oldToken)))
 	newToken, err := os.ReadFile(tokenFile)
 	if err != nil || string(newToken) == string(oldToken) {
 		t.Fatalf("the token was not rotated (%v)", err)

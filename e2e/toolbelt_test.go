@@ -430,7 +430,7 @@ func TestRecoveryRotatesTheTokenUnderTheRunningProcess(t *testing.T) {
 		exes := e.executions(w.ID)
 		return len(exes) == 1 && exes[0].Epoch == 2 && exes[0].State == "running"
 	})
-	newToken := e.execToken(x.ID)
+	newToken := e.untilServedAgain(x.ID, oldToken)
 	if newToken == oldToken {
 		t.Fatal("the token was not rotated")
 	}
@@ -506,7 +506,7 @@ func TestGracefulRestartServesTheSocketAgain(t *testing.T) {
 		exes := e.executions(w.ID)
 		return len(exes) == 1 && exes[0].Epoch == 2 && exes[0].State == "running"
 	})
-	if e.execToken(x.ID) == oldToken {
+	if e.untilServedAgain(x.ID, oldToken) == oldToken {
 		t.Fatal("the adopting daemon did not rotate the token")
 	}
 	a.mustSh("os emit e2e.after")
