@@ -13,15 +13,15 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/client"
-	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 func TestTokenIsReadOnEveryRequest(t *testing.T) {
 	h := mgmttest.Start(t, mgmttest.Options{})
 	ctx := context.Background()
 	file := filepath.Join(h.StateDir, "copy.token")
-	if err := management.WriteTokenFile(file, h.OwnerToken(t)); err != nil {
+	if err := statedir.WriteTokenFile(file, h.OwnerToken(t)); err != nil {
 		t.Fatal(err)
 	}
 	c := client.New(h.Socket, client.TokenFile(file))
@@ -37,7 +37,7 @@ func TestTokenIsReadOnEveryRequest(t *testing.T) {
 	if _, err := c.Health(ctx); !client.IsUnauthorized(err) {
 		t.Fatalf("old token after rotation: %v", err)
 	}
-	if err := management.WriteTokenFile(file, rot.Token); err != nil {
+	if err := statedir.WriteTokenFile(file, rot.Token); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Health(ctx); err != nil {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/open-conduit/open-conduit/internal/atomicfile"
-	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 // OSName is the name of the in-execution CLI on an execution's PATH.
@@ -25,7 +25,7 @@ func linkOS(stateDir, exe string) (string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("cannot create %s: %w", dir, err)
 	}
-	if err := management.CheckPrivateDir(dir); err != nil {
+	if err := statedir.CheckPrivateDir(dir); err != nil {
 		return "", err
 	}
 	if err := atomicfile.Symlink(exe, filepath.Join(dir, OSName), atomicfile.TempPrefix(".os-")); err != nil {

@@ -10,7 +10,7 @@ import (
 const ConfigFile = "config.json"
 
 // configSource is what the daemon needs of the configuration service
-// (management.ConfigService): the active snapshot (asked on every
+// (configsvc.Service): the active snapshot (asked on every
 // toolbelt call and route), the snapshot an attempt is pinned to, and a
 // hook run when an apply publishes a new generation.
 type configSource interface {

@@ -18,6 +18,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -25,6 +26,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/runs"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
@@ -120,7 +122,7 @@ type Daemon struct {
 	clock clock.Clock
 	host  *toolbelt.Host
 
-	lock  *management.Lock
+	lock  *statedir.Lock
 	store storage.Store
 	cfg   configSource
 	rt    *kernel.Runtime
@@ -250,10 +252,10 @@ func buildVersion() string {
 // takeState prepares the state directory (0700, refused when unsafe) and
 // takes its lock.
 func (d *Daemon) takeState() error {
-	if err := management.PrepareStateDir(d.state); err != nil {
+	if err := statedir.Prepare(d.state); err != nil {
 		return err
 	}
-	lock, err := management.AcquireLock(d.state)
+	lock, err := statedir.AcquireLock(d.state)
 	if err != nil {
 		return err
 	}
@@ -285,7 +287,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
 	d.owner = gen.New(OwnerPrefix)
 
-	svc, err := management.NewConfigService(management.ConfigOptions{
+	svc, err := configsvc.New(configsvc.Options{
 		Store: d.store, StateDir: d.state, Default: bootstrap.DefaultConfig(), Registry: d.opts.Registry,
 		Clock: d.clock, Logger: d.log.With("component", "config"),
 	})
@@ -327,42 +329,23 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
 		return err
 	}
-	resources, err := management.NewResources(management.ResourcesOptions{
-		Store: d.store, Control: d.ctl, Artifacts: d.arts, Config: svc, Cursors: cursors, Clock: d.clock,
+	servers, err := management.NewServers(management.Parts{
+		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
+		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
+		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Logger: d.log.With("component", "management"),
 	})
 	if err != nil {
 		return err
 	}
-	actionRoutes, err := management.NewActions(management.ActionsOptions{Control: actions, Config: svc})
-	if err != nil {
-		return err
-	}
-	d.srv, err = management.New(management.Options{
-		Credentials:     management.StoreCredentials(d.store),
-		ExecutionTokens: management.ToolbeltTokens(d.tb),
-		Idempotency:     management.StoreIdempotency(d.store),
-		Health:          svc,
-		Clock:           d.clock,
-		Entropy:         d.opts.Entropy,
-		CursorKey:       cursorKey,
-		Version:         d.opts.Version,
-		Logger:          d.log.With("component", "management"),
-		Routes:          append(resources.Routes(), actionRoutes.Routes()...),
-		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
-			return kernel.WithActor(ctx, p.Actor())
-		},
-	})
-	if err != nil {
-		return err
-	}
+	d.srv = servers.Management
 	st, err := management.BootstrapOperator(ctx, d.lock, d.srv.Operators())
 	if err != nil {
 		return fmt.Errorf("cannot bootstrap the owner's operator token: %w", err)
 	}
 	if st == management.BootstrapStale {
-		d.log.Warn("the owner's token file does not hold the owner's credential; stop the daemon and run 'open-conduit auth recover'", "token_file", management.OwnerTokenPath(d.state))
+		d.log.Warn("the owner's token file does not hold the owner's credential; stop the daemon and run 'open-conduit auth recover'", "token_file", statedir.OwnerTokenPath(d.state))
 	}
-	d.execHandler = d.notifying(d.srv.ExecutionHandler(d.tb))
+	d.execHandler = d.notifying(servers.Toolbelt)
 
 	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
 		return err
@@ -465,18 +448,12 @@ func (d *Daemon) Wake() {
 
 // listen opens the management socket under the lock.
 func (d *Daemon) listen(context.Context) error {
-	ln, err := management.Listen(filepath.Join(d.state, management.SocketName), d.lock)
+	ln, err := statedir.Listen(filepath.Join(d.state, statedir.SocketName), d.lock)
 	if err != nil {
 		return err
 	}
 	d.ln = ln
-	d.http = &http.Server{
-		Handler:           d.notifying(d.srv),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(d.log.With("component", "management").Handler(), slog.LevelWarn),
-	}
+	d.http = management.HTTPServer(d.notifying(d.srv), d.log.With("component", "management"))
 	// Stop serving first of all; storage must outlive requests in flight.
 	d.closers = append([]func() error{d.shutdownHTTP}, d.closers...)
 	return nil
@@ -495,8 +472,8 @@ func (d *Daemon) shutdownHTTP() error {
 // Info describes the daemon.
 func (d *Daemon) Info() Info {
 	return Info{
-		StateDir: d.state, Socket: filepath.Join(d.state, management.SocketName),
-		TokenFile: management.OwnerTokenPath(d.state), Owner: d.owner, Generation: d.cfg.Active().Generation,
+		StateDir: d.state, Socket: filepath.Join(d.state, statedir.SocketName),
+		TokenFile: statedir.OwnerTokenPath(d.state), Owner: d.owner, Generation: d.cfg.Active().Generation,
 	}
 }
 

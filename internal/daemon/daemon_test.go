@@ -18,9 +18,10 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/kernel"
-	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/runs"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -209,8 +210,8 @@ func TestDefaultConfigRunsWorkEndToEnd(t *testing.T) {
 		t.Fatalf("health = %+v, want ok at generation 1", h)
 	}
 	for path, want := range map[string]os.FileMode{
-		state: 0o700, filepath.Join(state, management.SocketName): 0o600,
-		management.OwnerTokenPath(state): 0o600, filepath.Join(state, DatabaseFile): 0o600,
+		state: 0o700, filepath.Join(state, statedir.SocketName): 0o600,
+		statedir.OwnerTokenPath(state): 0o600, filepath.Join(state, DatabaseFile): 0o600,
 	} {
 		if got := mode(t, path); got != want {
 			t.Errorf("%s has mode %04o, want %04o", path, got, want)
@@ -273,7 +274,7 @@ func TestSecondDaemonOnTheSameStateIsRefused(t *testing.T) {
 	state := shortDir(t)
 	start(t, state)
 	_, err := New(context.Background(), options(t, state, io.Discard))
-	var held *management.LockHeldError
+	var held *statedir.LockHeldError
 	if !errors.As(err, &held) || held.PID != os.Getpid() {
 		t.Fatalf("second daemon: %v, want the lock held by pid %d", err, os.Getpid())
 	}
@@ -288,7 +289,7 @@ func TestUnsafeStateDirectoryIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), options(t, state, io.Discard))
-	var unsafe *management.UnsafeDirError
+	var unsafe *statedir.UnsafeDirError
 	if !errors.As(err, &unsafe) || unsafe.Path != state || !strings.Contains(err.Error(), "chmod 700 "+state) {
 		t.Fatalf("New on a 0755 directory: %v, want a refusal naming %s and the fix", err, state)
 	}
@@ -307,7 +308,7 @@ func TestInvalidConfigFileStopsTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), options(t, state, io.Discard))
-	var ce *management.FileError
+	var ce *configsvc.FileError
 	if !errors.As(err, &ce) || len(ce.Diagnostics) == 0 {
 		t.Fatalf("New with an invalid config.json: %v, want its diagnostics", err)
 	}

@@ -24,7 +24,7 @@ const module = "github.com/open-conduit/open-conduit"
 //	kernel      internal/kernel
 //	toolbelt    internal/toolbelt
 //	scheduler   internal/scheduler
-//	servers     internal/management (and the HTTP packages below it)
+//	servers     internal/httpapi, configsvc, toolbeltapi, management
 //	composition internal/bootstrap, internal/daemon
 //	clients     client, osclient
 //	programs    cmd/…, e2e/…
@@ -36,62 +36,84 @@ var rules = map[string][]string{
 	// each other.
 	"api":                 {},
 	"extension":           {},
+	"internal/atomicfile": {},
+	"internal/bearer":     {},
 	"internal/clock":      {},
 	"internal/cliexit":    {},
+	"internal/deps":       {},
+	"internal/unixhttp":   {},
 	"internal/unixsock":   {},
 	"internal/ids":        {"internal/clock"},
-	"internal/bootstrap":  {},
-	"internal/executor":   {},
-	"internal/deps":       {},
-	"internal/runs":       {"internal/unixsock"},
-	"internal/storage":    {"extension"},
-	"internal/config":     {"extension", "internal/executor", "internal/executor/shell"},
-	"internal/kernel":     {"extension", "internal/clock", "internal/ids", "internal/storage"},
-	"internal/toolbelt":   {"extension", "internal/clock", "internal/ids", "internal/kernel", "internal/storage"},
-	"internal/scheduler":  {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage", "internal/toolbelt"},
-	"internal/management": {"extension", "internal/clock", "internal/config", "internal/ids", "internal/kernel", "internal/runs", "internal/storage", "internal/toolbelt", "internal/unixsock"},
-	"internal/daemon": {"extension", "internal/bootstrap", "internal/clock", "internal/config", "internal/executor", "internal/executor/shell",
-		"internal/ids", "internal/kernel", "internal/management", "internal/runs", "internal/scheduler", "internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
+	"internal/statedir":   {"internal/atomicfile", "internal/unixsock"},
 
-	"internal/executor/shell": {"internal/clock", "internal/executor"},
+	// Records: storage, configuration, the executor contract, run
+	// directories. Config knows the executor contract, never an executor.
+	"internal/executor":       {},
+	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
+	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
+	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
+	"internal/config":         {"extension", "internal/executor"},
 
-	// Clients: public, over the wire types and primitives only.
-	"client":   {},
-	"osclient": {},
+	// The kernel, the toolbelt above it, the scheduler above both.
+	"internal/kernel":    {"extension", "internal/clock", "internal/ids", "internal/storage"},
+	"internal/toolbelt":  {"extension", "internal/bearer", "internal/clock", "internal/ids", "internal/kernel", "internal/storage"},
+	"internal/scheduler": {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage", "internal/toolbelt"},
+
+	// Servers: the shared HTTP discipline, the configuration lifecycle,
+	// the execution socket, and the operator routes over all of them.
+	"internal/httpapi":     {"extension", "internal/kernel"},
+	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
+	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
+	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
+		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi"},
+
+	// Composition: the release's registry, and the daemon.
+	"internal/bootstrap": {"internal/config", "internal/executor", "internal/executor/shell"},
+	"internal/daemon": {"extension", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config", "internal/configsvc",
+		"internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel", "internal/management", "internal/runs",
+		"internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
+
+	// Clients: public, over the wire types and the one transport only.
+	"client":   {"api", "internal/unixhttp"},
+	"osclient": {"api", "internal/unixhttp"},
 
 	// Programs.
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
-	"cmd/open-conduit/cli": {"client", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
-		"internal/executor/shell", "internal/management"},
+	"cmd/open-conduit/cli": {"client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
+		"internal/executor/shell", "internal/management", "internal/statedir"},
 	"cmd/os/oscli":   {"extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/daemon"},
 
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
-	"internal/toolbelt/toolbelttest": {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage",
-		"internal/storage/sqlite", "internal/toolbelt"},
+	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
+		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},
-	"internal/scheduler/toolbeltint": {"internal/executor", "internal/scheduler", "internal/scheduler/schedulertest", "internal/storage",
-		"internal/toolbelt/toolbelttest"},
-	"internal/management/mgmttest": {"client", "extension", "internal/clock", "internal/config", "internal/ids", "internal/kernel",
-		"internal/management", "internal/storage", "internal/storage/sqlite"},
+	"internal/scheduler/toolbeltint": {"internal/bearer", "internal/executor", "internal/scheduler", "internal/scheduler/schedulertest",
+		"internal/storage", "internal/toolbelt/toolbelttest"},
+	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",
+		"internal/configsvc", "internal/ids", "internal/kernel", "internal/management", "internal/statedir", "internal/storage",
+		"internal/storage/sqlite", "internal/toolbelt"},
 }
 
 // forbidden are imports from outside the module that a package (or every
 // package under a prefix ending in "/") must never have: storage never
 // knows HTTP, and the HTTP layers never hold SQL.
 var forbidden = map[string][]string{
-	"internal/storage/":   {"net/http"},
-	"internal/kernel/":    {"net/http", "database/sql"},
-	"internal/toolbelt/":  {"net/http", "database/sql"},
-	"internal/scheduler/": {"net/http", "database/sql"},
-	"internal/config/":    {"net/http", "database/sql"},
-	"internal/management": {"database/sql"},
-	"client":              {"database/sql"},
-	"osclient":            {"database/sql"},
+	"internal/storage/":    {"net/http"},
+	"internal/kernel/":     {"net/http", "database/sql"},
+	"internal/toolbelt/":   {"net/http", "database/sql"},
+	"internal/scheduler/":  {"net/http", "database/sql"},
+	"internal/config/":     {"net/http", "database/sql"},
+	"internal/management":  {"database/sql"},
+	"internal/httpapi":     {"database/sql"},
+	"internal/toolbeltapi": {"database/sql"},
+	"internal/configsvc":   {"net/http", "database/sql"},
+	"client":               {"database/sql"},
+	"osclient":             {"database/sql"},
 }
 
 func TestDependencyRules(t *testing.T) {

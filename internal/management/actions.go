@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/internal/configsvc"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
@@ -31,13 +33,13 @@ type ActionsOptions struct {
 	Control ActionControls
 	// Config is the configuration service (required): an action is taken
 	// in an active scope of the active generation.
-	Config *ConfigService
+	Config *configsvc.Service
 }
 
 // Actions serves the action routes.
 type Actions struct {
 	control ActionControls
-	config  *ConfigService
+	config  *configsvc.Service
 }
 
 // NewActions checks the options and returns the action routes.
@@ -60,7 +62,7 @@ func (as *Actions) Routes() []Route {
 // list serves GET /v1/actions: every registered action, in name order,
 // in one page.
 func (as *Actions) list(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	return Page[toolbelt.ActionInfo]{Items: as.control.List()}, nil
@@ -86,19 +88,19 @@ type ActResponse struct {
 
 func (as *Actions) act(r *http.Request) (any, error) {
 	var req ActRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	name := r.PathValue("name")
 	if !slices.ContainsFunc(as.control.List(), func(a toolbelt.ActionInfo) bool { return a.Name == name }) {
-		return nil, Errorf(CodeNotFound, "no action %s is registered (open-conduit actions lists them)", clip(name))
+		return nil, httpapi.Errorf(httpapi.CodeNotFound, "no action %s is registered (open-conduit actions lists them)", httpapi.Clip(name))
 	}
 	if req.Scope == "" {
-		return nil, Errorf(CodeInvalidRequest, "scope is required: name the scope the action is taken in (open-conduit scopes lists them)")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope is required: name the scope the action is taken in (open-conduit scopes lists them)")
 	}
 	snap := as.config.Active()
 	if sc, ok := snap.Scope(req.Scope); !ok || !sc.Active {
-		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(req.Scope), snap.Generation)
 	}
 	input, err := objectData("input", req.Input)
 	if err != nil {
@@ -111,7 +113,7 @@ func (as *Actions) act(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
 	res, err := as.control.Act(ctx, toolbelt.ActRequest{Action: name, Scope: req.Scope, Work: req.Work, Input: input, DeliveryID: delivery})
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	return ActResponse{Event: res.Event, Result: res.Result, Existing: res.Event.Replayed}, nil
 }

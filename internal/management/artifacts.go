@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -36,7 +37,7 @@ func (rs *Resources) listArtifacts(r *http.Request) (any, error) {
 func artifactETag(a storage.Artifact) string { return "artifact/" + a.ID + "/" + a.SHA256 }
 
 func (rs *Resources) getArtifact(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -44,7 +45,7 @@ func (rs *Resources) getArtifact(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "artifact", id)
 	}
-	return Tagged(artifactETag(a), a), nil
+	return httpapi.Tagged(artifactETag(a), a), nil
 }
 
 // byteRange is one satisfiable range of a body: [Start, End], inclusive.
@@ -64,7 +65,7 @@ func parseRange(header string, size int64) (br byteRange, ok bool, err error) {
 		return byteRange{}, false, nil
 	}
 	unsatisfiable := func(why string) error {
-		return Errorf(CodeRangeNotSatisfiable, "%s; the artifact has %d bytes (send one range: bytes=a-b, bytes=a- or bytes=-n)", why, size)
+		return httpapi.Errorf(httpapi.CodeRangeNotSatisfiable, "%s; the artifact has %d bytes (send one range: bytes=a-b, bytes=a- or bytes=-n)", why, size)
 	}
 	spec = strings.TrimSpace(spec)
 	if strings.Contains(spec, ",") {
@@ -123,7 +124,7 @@ func parseRange(header string, size int64) (br byteRange, ok bool, err error) {
 // with the artifact's ETag is 304; an If-Range that does not match sends
 // the whole body.
 func (rs *Resources) artifactContent(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -131,10 +132,10 @@ func (rs *Resources) artifactContent(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "artifact", id)
 	}
-	etag := ETag(artifactETag(a))
-	if ifNoneMatch(r, etag) {
+	etag := httpapi.ETag(artifactETag(a))
+	if httpapi.IfNoneMatch(r, etag) {
 		f.Close()
-		return &Response{Status: http.StatusNotModified, ETag: etag}, nil
+		return &httpapi.Response{Status: http.StatusNotModified, ETag: etag}, nil
 	}
 	rangeHeader := r.Header.Get("Range")
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
@@ -142,7 +143,7 @@ func (rs *Resources) artifactContent(r *http.Request) (any, error) {
 	}
 	if len(r.Header.Values("Range")) > 1 {
 		f.Close()
-		return rangeRefusal(Errorf(CodeRangeNotSatisfiable, "only one Range header and one byte range are supported"), a.Size)
+		return rangeRefusal(httpapi.Errorf(httpapi.CodeRangeNotSatisfiable, "only one Range header and one byte range are supported"), a.Size)
 	}
 	br, partial, err := parseRange(rangeHeader, a.Size)
 	if err != nil {
@@ -152,18 +153,13 @@ func (rs *Resources) artifactContent(r *http.Request) (any, error) {
 	return &artifactStream{meta: a, file: f, etag: etag, br: br, partial: partial}, nil
 }
 
-// rangeRefusal answers 416 range_not_satisfiable in the API's envelope,
-// with Content-Range: bytes */size as RFC 9110 asks.
+// rangeRefusal is a 416 range_not_satisfiable carrying Content-Range:
+// bytes */size, as RFC 9110 asks.
 func rangeRefusal(err error, size int64) (any, error) {
-	pe, ok := err.(*Error)
-	if !ok {
-		return nil, err
+	if pe, ok := err.(*httpapi.Error); ok {
+		pe.Header = http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}}
 	}
-	return &Response{
-		Status: pe.Code.Status(),
-		Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}},
-		Body:   envelope{Error: envelopeBody{Code: string(pe.Code), Message: pe.Message}},
-	}, nil
+	return nil, err
 }
 
 // artifactStream writes an artifact's bytes and closes its file.

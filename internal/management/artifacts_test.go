@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 func TestParseRange(t *testing.T) {
@@ -35,8 +37,8 @@ func TestParseRange(t *testing.T) {
 	}
 	for _, tc := range cases {
 		br, partial, err := parseRange(tc.header, tc.size)
-		var pe *Error
-		refused := errors.As(err, &pe) && pe.Code == CodeRangeNotSatisfiable
+		var pe *httpapi.Error
+		refused := errors.As(err, &pe) && pe.Code == httpapi.CodeRangeNotSatisfiable
 		if refused != tc.refused || partial != tc.partial || (partial && (br.Start != tc.start || br.End != tc.end)) {
 			t.Errorf("parseRange(%q, %d) = %+v %v %v", tc.header, tc.size, br, partial, err)
 		}
@@ -58,8 +60,8 @@ func FuzzParseRange(f *testing.F) {
 		}
 		br, partial, err := parseRange(header, size)
 		if err != nil {
-			var pe *Error
-			if !errors.As(err, &pe) || pe.Code != CodeRangeNotSatisfiable || partial {
+			var pe *httpapi.Error
+			if !errors.As(err, &pe) || pe.Code != httpapi.CodeRangeNotSatisfiable || partial {
 				t.Fatalf("parseRange(%q, %d): %v", header, size, err)
 			}
 			return

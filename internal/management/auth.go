@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bearer"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 // Role is what an operator credential may do. Roles are ordered: view <
@@ -45,7 +45,7 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return 0, Wrap(CodeInvalidRequest, extension.ErrInvalid, "role must be view, operate or admin")
+	return 0, httpapi.Wrap(httpapi.CodeInvalidRequest, extension.ErrInvalid, "role must be view, operate or admin")
 }
 
 // MarshalText encodes the role as its name.
@@ -148,13 +148,13 @@ type ExecutionTokens interface {
 // failure is extension.ErrUnauthorized, except a live execution token,
 // which is ErrWrongCredentialClass: it is genuine, but not for this socket.
 func (s *Server) authenticate(r *http.Request) (Principal, error) {
-	token, present := bearerToken(r)
+	token, present := httpapi.BearerToken(r)
 	if !present {
-		return Principal{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized,
+		return Principal{}, httpapi.Wrap(httpapi.CodeUnauthorized, extension.ErrUnauthorized,
 			"a bearer token is required: send Authorization: Bearer <token> with an operator token")
 	}
 	if !bearer.WellFormed(token) {
-		return Principal{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized,
+		return Principal{}, httpapi.Wrap(httpapi.CodeUnauthorized, extension.ErrUnauthorized,
 			"the bearer token is malformed; use the token exactly as it was issued")
 	}
 	d := bearer.DigestOf(token)
@@ -170,26 +170,12 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 		t, terr := s.opts.ExecutionTokens.ByDigest(ctx, d)
 		switch {
 		case terr == nil && t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || s.now().Before(t.ExpiresAt)):
-			return Principal{}, Wrap(CodeWrongCredentialClass, ErrWrongCredentialClass,
+			return Principal{}, httpapi.Wrap(httpapi.CodeWrongCredentialClass, httpapi.ErrWrongCredentialClass,
 				"this is an execution token; the management socket accepts only operator tokens (an execution calls the toolbelt on its own socket)")
 		case terr != nil && !errors.Is(terr, extension.ErrNotFound):
 			return Principal{}, terr
 		}
 	}
-	return Principal{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized,
+	return Principal{}, httpapi.Wrap(httpapi.CodeUnauthorized, extension.ErrUnauthorized,
 		"the bearer token is not valid: it is unknown, rotated or revoked; use a current operator token")
-}
-
-// bearerToken extracts the token from the Authorization header; present
-// is false when there is no single Bearer credential.
-func bearerToken(r *http.Request) (token string, present bool) {
-	vals := r.Header.Values("Authorization")
-	if len(vals) != 1 {
-		return "", false
-	}
-	scheme, token, ok := strings.Cut(vals[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(token), true
 }

@@ -1,6 +1,7 @@
 package management
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 // The configuration routes: get (the active generation, redacted),
@@ -25,7 +28,7 @@ type ConfigView struct {
 }
 
 func (rs *Resources) getConfig(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	g, ok := rs.config.ActiveGeneration()
@@ -33,7 +36,7 @@ func (rs *Resources) getConfig(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("management: no configuration is active")
 	}
 	v := ConfigView{Generation: g.Number, Hash: g.Hash, Config: jsontext.Value(g.Normalized), Actor: g.Actor, CreatedAt: g.CreatedAt.UTC()}
-	return Tagged(fmt.Sprintf("config/%d/%s", g.Number, g.Hash), v), nil
+	return httpapi.Tagged(fmt.Sprintf("config/%d/%s", g.Number, g.Hash), v), nil
 }
 
 // ConfigBody is the body of POST /v1/config/validate.
@@ -52,16 +55,16 @@ type ValidateResponse struct {
 
 func configDocument(v jsontext.Value) ([]byte, error) {
 	if v == nil {
-		return nil, Errorf(CodeInvalidRequest, "config is required: the configuration document as a JSON object")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "config is required: the configuration document as a JSON object")
 	}
 	if v.Kind() != '{' {
-		return nil, Errorf(CodeInvalidRequest, "config must be a JSON object (the configuration document)")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "config must be a JSON object (the configuration document)")
 	}
 	// Saved for people to read: indented, unless that would take it past
 	// the configuration's size limit.
 	doc := jsontext.Value(append([]byte(nil), v...))
 	if err := doc.Indent(jsontext.WithIndent("  ")); err != nil {
-		return nil, Wrap(CodeInvalidRequest, err, "config is not valid JSON")
+		return nil, httpapi.Wrap(httpapi.CodeInvalidRequest, err, "config is not valid JSON")
 	}
 	if len(doc)+1 > config.MaxSize {
 		doc = append(doc[:0], v...)
@@ -71,7 +74,7 @@ func configDocument(v jsontext.Value) ([]byte, error) {
 
 func (rs *Resources) validateConfig(r *http.Request) (any, error) {
 	var body ConfigBody
-	if err := DecodeBody(r, &body); err != nil {
+	if err := httpapi.DecodeBody(r, &body); err != nil {
 		return nil, err
 	}
 	doc, err := configDocument(body.Config)
@@ -112,24 +115,56 @@ type ApplyResponse struct {
 
 func (rs *Resources) applyConfig(r *http.Request) (any, error) {
 	var body ApplyBody
-	if err := DecodeBody(r, &body); err != nil {
+	if err := httpapi.DecodeBody(r, &body); err != nil {
 		return nil, err
 	}
 	if body.ExpectedGeneration < 1 {
-		return nil, Errorf(CodeInvalidRequest, "expected_generation is required: the active generation, as GET /v1/config returns it")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "expected_generation is required: the active generation, as GET /v1/config returns it")
 	}
 	doc, err := configDocument(body.Config)
 	if err != nil {
 		return nil, err
 	}
 	_, p := actorContext(r)
-	res, err := rs.config.Apply(r.Context(), ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor()})
+	res, err := rs.config.Apply(r.Context(), configsvc.ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor()})
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	out := ApplyResponse{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: res.Warnings}
 	if out.Warnings == nil {
 		out.Warnings = []config.Warning{}
 	}
 	return out, nil
+}
+
+// configCodes are the codes of the configuration service's refusals.
+var configCodes = []struct {
+	kind error
+	code httpapi.Code
+}{
+	{configsvc.ErrStaleGeneration, httpapi.CodeStaleGeneration},
+	{configsvc.ErrScopeInUse, httpapi.CodeScopeInUse},
+	{configsvc.ErrHashMismatch, httpapi.CodeConflict},
+	{configsvc.ErrInvalidConfig, httpapi.CodeInvalidConfig},
+}
+
+// configErr gives a refusal of the configuration service its code, keeping
+// its message (written from generation numbers and scope ids only) and its
+// diagnostics. The service knows no HTTP; this is the one place its
+// refusals become codes.
+func configErr(err error) error {
+	var re *configsvc.Refusal
+	if !errors.As(err, &re) {
+		return err
+	}
+	for _, c := range configCodes {
+		if errors.Is(re.Kind, c.kind) {
+			e := httpapi.Wrap(c.code, err, re.Message)
+			if re.Diagnostics != nil {
+				e.Diagnostics = re.Diagnostics
+			}
+			return e
+		}
+	}
+	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 // CursorLifetime is how long a list cursor stays valid after it was issued.
@@ -108,7 +109,7 @@ func EncodeCursor[K any](c *Cursors, r *http.Request, filters any, ks Keyset[K])
 // cursor_mismatch; an old one is cursor_expired.
 func DecodeCursor[K any](c *Cursors, r *http.Request, filters any, cursor string) (Keyset[K], error) {
 	var ks Keyset[K]
-	invalid := Wrap(CodeInvalidCursor, ErrInvalidCursor, "the cursor is not valid (altered or truncated); start the listing again without a cursor")
+	invalid := httpapi.Wrap(httpapi.CodeInvalidCursor, httpapi.ErrInvalidCursor, "the cursor is not valid (altered or truncated); start the listing again without a cursor")
 	b64, m64, ok := strings.Cut(cursor, ".")
 	if !ok {
 		return ks, invalid
@@ -128,11 +129,11 @@ func DecodeCursor[K any](c *Cursors, r *http.Request, filters any, cursor string
 		return ks, err
 	}
 	if p.Endpoint != endpointDigest(r) || p.Filters != fd {
-		return ks, Wrap(CodeCursorMismatch, ErrCursorMismatch,
+		return ks, httpapi.Wrap(httpapi.CodeCursorMismatch, httpapi.ErrCursorMismatch,
 			"the cursor belongs to another listing or to other filters; pass the same filters as the first page, or start again without a cursor")
 	}
 	if !c.clock.Now().Before(time.UnixMilli(p.Expires)) {
-		return ks, Wrap(CodeCursorExpired, ErrCursorExpired,
+		return ks, httpapi.Wrap(httpapi.CodeCursorExpired, httpapi.ErrCursorExpired,
 			"the cursor has expired (cursors last 15 minutes); start the listing again without a cursor")
 	}
 	if err := json.Unmarshal(p.Keyset, &ks, json.RejectUnknownMembers(true)); err != nil {
@@ -173,7 +174,7 @@ func PageParams(q url.Values) (limit int, cursor string, err error) {
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, "", Errorf(CodeInvalidRequest, "limit must be a whole number from 1 to %d", MaxPageSize)
+			return 0, "", httpapi.Errorf(httpapi.CodeInvalidRequest, "limit must be a whole number from 1 to %d", MaxPageSize)
 		}
 		limit = n
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -81,7 +82,7 @@ func (rs *Resources) listEvents(r *http.Request) (any, error) {
 func eventETag(e storage.Event) string { return "event/" + e.ID }
 
 func (rs *Resources) getEvent(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -89,7 +90,7 @@ func (rs *Resources) getEvent(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Event", id)
 	}
-	return Tagged(eventETag(e), e), nil
+	return httpapi.Tagged(eventETag(e), e), nil
 }
 
 // eventChain serves GET /v1/events/{id}/chain: the whole causal tree the
@@ -134,33 +135,33 @@ type EmitResponse struct {
 
 func (rs *Resources) emit(r *http.Request) (any, error) {
 	var req EmitRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
 	if req.Type == "" {
-		return nil, Errorf(CodeInvalidRequest, "type is required: a namespaced event type such as deploy.requested")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "type is required: a namespaced event type such as deploy.requested")
 	}
 	if req.Parent != "" {
 		parent, err := rs.store.GetEvent(ctx, req.Parent)
 		if err != nil {
 			if storage.IsNotFound(err) {
-				return nil, Wrap(CodeInvalidRequest, err, "parent event "+clip(req.Parent)+" does not exist; name an accepted event")
+				return nil, httpapi.Wrap(httpapi.CodeInvalidRequest, err, "parent event "+httpapi.Clip(req.Parent)+" does not exist; name an accepted event")
 			}
 			return nil, err
 		}
 		if req.Scope == "" {
 			req.Scope = parent.Scope
 		} else if req.Scope != parent.Scope {
-			return nil, Errorf(CodeInvalidRequest, "a derived event stays in its parent's scope %s; leave scope out or name that one", parent.Scope)
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "a derived event stays in its parent's scope %s; leave scope out or name that one", parent.Scope)
 		}
 	}
 	if req.Scope == "" {
-		return nil, Errorf(CodeInvalidRequest, "scope is required (or a parent, whose scope the event takes)")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope is required (or a parent, whose scope the event takes)")
 	}
 	snap := rs.config.Active()
 	if sc, ok := snap.Scope(req.Scope); !ok || !sc.Active {
-		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(req.Scope), snap.Generation)
 	}
 	data, err := objectData("data", req.Data)
 	if err != nil {
@@ -174,11 +175,11 @@ func (rs *Resources) emit(r *http.Request) (any, error) {
 		Scope: req.Scope, Type: req.Type, Data: data, CorrelationKey: req.CorrelationKey, Parent: req.Parent, DeliveryID: delivery,
 	})
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	status := http.StatusCreated
 	if res.Event.Replayed {
 		status = http.StatusOK
 	}
-	return &Response{Status: status, Body: EmitResponse{Event: res.Event, Decision: res.Decision, Existing: res.Event.Replayed}}, nil
+	return &httpapi.Response{Status: status, Body: EmitResponse{Event: res.Event, Decision: res.Decision, Existing: res.Event.Replayed}}, nil
 }

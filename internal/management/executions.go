@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -51,7 +52,7 @@ func executionETag(e storage.Execution) string {
 }
 
 func (rs *Resources) getExecution(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -59,7 +60,7 @@ func (rs *Resources) getExecution(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "execution", id)
 	}
-	return Tagged(executionETag(e), e), nil
+	return httpapi.Tagged(executionETag(e), e), nil
 }
 
 // cancelExecution fences one attempt and holds its Work

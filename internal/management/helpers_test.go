@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
@@ -145,7 +146,7 @@ type created struct {
 
 func (f *fixture) create(r *http.Request) (any, error) {
 	var in createReq
-	if err := management.DecodeBody(r, &in); err != nil {
+	if err := httpapi.DecodeBody(r, &in); err != nil {
 		return nil, err
 	}
 	key, ok := management.IdempotencyKey(r.Context())
@@ -159,7 +160,7 @@ func (f *fixture) create(r *http.Request) (any, error) {
 	defer f.mu.Unlock()
 	f.creates++
 	f.things = append(f.things, thing{ID: id, Name: in.Name, Seq: len(f.things) + 1, Rev: 1})
-	return &management.Response{Status: http.StatusCreated, Body: created{ID: id, Key: key}}, nil
+	return &httpapi.Response{Status: http.StatusCreated, Body: created{ID: id, Key: key}}, nil
 }
 
 func (f *fixture) add(id, name string) {
@@ -184,10 +185,10 @@ func (f *fixture) get(r *http.Request) (any, error) {
 	defer f.mu.Unlock()
 	for _, th := range f.things {
 		if th.ID == id {
-			return management.Tagged(strconv.Itoa(th.Rev), th), nil
+			return httpapi.Tagged(strconv.Itoa(th.Rev), th), nil
 		}
 	}
-	return nil, management.Wrap(management.CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no thing %q", id))
+	return nil, httpapi.Wrap(httpapi.CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no thing %q", id))
 }
 
 type listFilters struct {
@@ -195,7 +196,7 @@ type listFilters struct {
 }
 
 func (f *fixture) list(r *http.Request) (any, error) {
-	q, err := management.Query(r, "name", "limit", "cursor")
+	q, err := httpapi.Query(r, "name", "limit", "cursor")
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ type echoReq struct {
 
 func (f *fixture) echo(r *http.Request) (any, error) {
 	var in echoReq
-	if err := management.DecodeBody(r, &in); err != nil {
+	if err := httpapi.DecodeBody(r, &in); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -252,7 +253,7 @@ func (f *fixture) flaky(r *http.Request) (any, error) {
 	defer f.mu.Unlock()
 	f.fails++
 	if f.fails == 1 {
-		return nil, management.Wrap(management.CodeConflict, extension.ErrConflict, "not yet")
+		return nil, httpapi.Wrap(httpapi.CodeConflict, extension.ErrConflict, "not yet")
 	}
 	return map[string]int{"attempt": f.fails}, nil
 }

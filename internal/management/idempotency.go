@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 // IdempotencyRetention is how long a completed request is remembered.
@@ -99,12 +100,12 @@ func validKey(k string) bool {
 func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Route, p Principal, hash string) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
-		s.writeError(w, r, Wrap(CodeIdempotencyKeyRequired, ErrIdempotencyKeyRequired,
+		s.out.Error(w, r, httpapi.Wrap(httpapi.CodeIdempotencyKeyRequired, httpapi.ErrIdempotencyKeyRequired,
 			"this request needs an Idempotency-Key header: send a fresh unique key, and the same key only to retry the same request"))
 		return
 	}
 	if len(vals) != 1 || !validKey(vals[0]) {
-		s.writeError(w, r, Errorf(CodeInvalidRequest,
+		s.out.Error(w, r, httpapi.Errorf(httpapi.CodeInvalidRequest,
 			"the Idempotency-Key must be one header of 1 to %d characters from letters, digits and - _ . ~ + = /", MaxIdempotencyKey))
 		return
 	}
@@ -119,7 +120,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Rou
 	switch {
 	case err == nil && now.Before(rec.CreatedAt.Add(IdempotencyRetention)):
 		if rec.Method != r.Method || rec.Path != r.URL.EscapedPath() || rec.BodyHash != hash {
-			s.writeError(w, r, Wrap(CodeIdempotencyConflict, ErrIdempotencyConflict,
+			s.out.Error(w, r, httpapi.Wrap(httpapi.CodeIdempotencyConflict, httpapi.ErrIdempotencyConflict,
 				"this Idempotency-Key was already used for a different request; use a new key for a new request"))
 			return
 		}
@@ -133,36 +134,36 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Rou
 		_, _ = w.Write(rec.Body)
 		return
 	case err != nil && !errors.Is(err, extension.ErrNotFound):
-		s.writeError(w, r, err)
+		s.out.Error(w, r, err)
 		return
 	}
 
 	r = r.WithContext(WithIdempotencyKey(ctx, key))
 	out, err := rt.Handler(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.out.Error(w, r, err)
 		return
 	}
-	res, err := s.render(r, out)
-	if err == nil && res.stream != nil {
+	res, err := httpapi.Render(r, out)
+	if err == nil && res.Stream != nil {
 		err = errors.New("management: an idempotent route returned a stream")
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.out.Error(w, r, err)
 		return
 	}
-	if res.status >= 200 && res.status < 300 {
+	if res.Status >= 200 && res.Status < 300 {
 		rec := IdempotencyRecord{
 			Principal: principal, Key: key, Method: r.Method, Path: r.URL.EscapedPath(),
-			BodyHash: hash, Status: res.status, Body: res.body, CreatedAt: now,
+			BodyHash: hash, Status: res.Status, Body: res.Body, CreatedAt: now,
 		}
 		if err := s.opts.Idempotency.Put(ctx, rec); err != nil {
 			// The effect happened; a retry runs the handler again and
 			// derives the same identities from the key.
-			s.log.Error("management: recording an idempotent response failed", "route", rt.key(), "principal", principal, "status", strconv.Itoa(res.status), "error", err.Error())
+			s.log.Error("management: recording an idempotent response failed", "route", rt.key(), "principal", principal, "status", strconv.Itoa(res.Status), "error", err.Error())
 		}
 	}
-	s.write(w, r, res)
+	httpapi.Write(w, r, res)
 }
 
 // SweepIdempotency deletes Idempotency-Key history older than

@@ -1,24 +1,23 @@
 package management
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
-	"github.com/open-conduit/open-conduit/internal/atomicfile"
 	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -73,10 +72,10 @@ var operatorName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 // owner's name.
 func CheckOperatorName(name string) error {
 	if name == OwnerName {
-		return Wrap(CodeInvalidRequest, extension.ErrInvalid, `"local" is the state directory owner's name; choose another name`)
+		return httpapi.Wrap(httpapi.CodeInvalidRequest, extension.ErrInvalid, `"local" is the state directory owner's name; choose another name`)
 	}
 	if !operatorName.MatchString(name) {
-		return Wrap(CodeInvalidRequest, extension.ErrInvalid, "an operator name is a lower-case letter followed by up to 31 lower-case letters, digits or '-'")
+		return httpapi.Wrap(httpapi.CodeInvalidRequest, extension.ErrInvalid, "an operator name is a lower-case letter followed by up to 31 lower-case letters, digits or '-'")
 	}
 	return nil
 }
@@ -146,10 +145,10 @@ func (o *Operators) Issue(ctx context.Context, name string, role Role) (Issued, 
 		role = RoleView
 	}
 	if !role.Valid() {
-		return Issued{}, Wrap(CodeInvalidRequest, extension.ErrInvalid, "role must be view, operate or admin")
+		return Issued{}, httpapi.Wrap(httpapi.CodeInvalidRequest, extension.ErrInvalid, "role must be view, operate or admin")
 	}
 	if active, err := o.store.ActiveByName(ctx, name); err == nil {
-		return Issued{}, Wrap(CodeConflict, extension.ErrConflict,
+		return Issued{}, httpapi.Wrap(httpapi.CodeConflict, extension.ErrConflict,
 			fmt.Sprintf("operator %s already has an active credential (%s); revoke it first with: open-conduit auth revoke %s", name, active.ID, active.ID))
 	} else if !errors.Is(err, extension.ErrNotFound) {
 		return Issued{}, err
@@ -160,7 +159,7 @@ func (o *Operators) Issue(ctx context.Context, name string, role Role) (Issued, 
 	}
 	if err := o.store.Insert(ctx, is.Credential); err != nil {
 		if errors.Is(err, extension.ErrConflict) {
-			return Issued{}, Wrap(CodeConflict, err, fmt.Sprintf("operator %s already has an active credential; revoke it first", name))
+			return Issued{}, httpapi.Wrap(httpapi.CodeConflict, err, fmt.Sprintf("operator %s already has an active credential; revoke it first", name))
 		}
 		return Issued{}, err
 	}
@@ -171,7 +170,7 @@ func (o *Operators) Issue(ctx context.Context, name string, role Role) (Issued, 
 // the same name and role, in one transaction.
 func (o *Operators) Rotate(ctx context.Context, p Principal) (Issued, error) {
 	if p.Class != ClassOperator || p.TokenID == "" {
-		return Issued{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "only an operator credential can be rotated")
+		return Issued{}, httpapi.Wrap(httpapi.CodeUnauthorized, extension.ErrUnauthorized, "only an operator credential can be rotated")
 	}
 	role := p.Role
 	if p.IsOwner() {
@@ -183,7 +182,7 @@ func (o *Operators) Rotate(ctx context.Context, p Principal) (Issued, error) {
 	}
 	if err := o.store.RevokeAndInsert(ctx, p.TokenID, o.clock.Now(), is.Credential); err != nil {
 		if errors.Is(err, extension.ErrConflict) || errors.Is(err, extension.ErrNotFound) {
-			return Issued{}, Wrap(CodeUnauthorized, extension.ErrUnauthorized, "this credential was revoked before it could be rotated")
+			return Issued{}, httpapi.Wrap(httpapi.CodeUnauthorized, extension.ErrUnauthorized, "this credential was revoked before it could be rotated")
 		}
 		return Issued{}, err
 	}
@@ -203,18 +202,18 @@ type RevokeResult struct {
 // (or by RecoverOperator).
 func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec ExecutionTokens) (RevokeResult, error) {
 	if id == "" {
-		return RevokeResult{}, Errorf(CodeInvalidRequest, "token_id is required")
+		return RevokeResult{}, httpapi.Errorf(httpapi.CodeInvalidRequest, "token_id is required")
 	}
 	c, err := o.store.ByID(ctx, id)
 	switch {
 	case err == nil:
 		self := c.ID == p.TokenID
 		if !self && c.Name == OwnerName {
-			return RevokeResult{}, Wrap(CodeForbidden, extension.ErrForbidden,
+			return RevokeResult{}, httpapi.Wrap(httpapi.CodeForbidden, extension.ErrForbidden,
 				"the owner's credential can be revoked only by the owner, or on the host with the daemon stopped: open-conduit auth recover")
 		}
 		if !self && p.Role != RoleAdmin {
-			return RevokeResult{}, Wrap(CodeForbiddenRole, ErrForbiddenRole,
+			return RevokeResult{}, httpapi.Wrap(httpapi.CodeForbiddenRole, httpapi.ErrForbiddenRole,
 				fmt.Sprintf("revoking another operator's credential needs the admin role; this credential's role is %s", p.Role))
 		}
 		if err := o.store.Revoke(ctx, id, o.clock.Now()); err != nil {
@@ -224,7 +223,7 @@ func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec Exe
 	case !errors.Is(err, extension.ErrNotFound):
 		return RevokeResult{}, err
 	}
-	notFound := Wrap(CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no credential or execution token has id %s; list operator credentials with: open-conduit auth operators", clip(id)))
+	notFound := httpapi.Wrap(httpapi.CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no credential or execution token has id %s; list operator credentials with: open-conduit auth operators", httpapi.Clip(id)))
 	if exec == nil {
 		return RevokeResult{}, notFound
 	}
@@ -235,17 +234,6 @@ func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec Exe
 		return RevokeResult{}, err
 	}
 	return RevokeResult{TokenID: id, Class: ClassExecution, Revoked: true}, nil
-}
-
-// Paths of the owner's credential under the state directory.
-const (
-	PrivateDir     = "private"
-	OwnerTokenFile = "operator.token"
-)
-
-// OwnerTokenPath is <stateDir>/private/operator.token.
-func OwnerTokenPath(stateDir string) string {
-	return filepath.Join(stateDir, PrivateDir, OwnerTokenFile)
 }
 
 // BootstrapState says what BootstrapOperator found or did.
@@ -270,14 +258,14 @@ const (
 // If the owner has no active credential, it issues one and writes the
 // file; if it has one that the file does not hold, it reports
 // BootstrapStale and changes nothing.
-func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (BootstrapState, error) {
+func BootstrapOperator(ctx context.Context, lock *statedir.Lock, ops *Operators) (BootstrapState, error) {
 	if !lock.Held() {
 		return "", errors.New("management: BootstrapOperator needs the state directory's lock")
 	}
-	if err := ensurePrivateSubdir(filepath.Join(lock.StateDir(), PrivateDir)); err != nil {
+	if err := statedir.EnsurePrivateSubdir(filepath.Join(lock.StateDir(), statedir.PrivateDir)); err != nil {
 		return "", err
 	}
-	path := OwnerTokenPath(lock.StateDir())
+	path := statedir.OwnerTokenPath(lock.StateDir())
 	active, err := ops.store.ActiveByName(ctx, OwnerName)
 	if errors.Is(err, extension.ErrNotFound) {
 		if err := ops.issueOwner(ctx, path, ""); err != nil {
@@ -288,7 +276,7 @@ func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (Bootstr
 	if err != nil {
 		return "", err
 	}
-	tok, err := ReadTokenFile(path)
+	tok, err := statedir.ReadTokenFile(path)
 	if err != nil {
 		return BootstrapStale, nil
 	}
@@ -303,11 +291,11 @@ func BootstrapOperator(ctx context.Context, lock *Lock, ops *Operators) (Bootstr
 // response: under the state directory's lock (so only with the daemon
 // stopped), it revokes the owner's active credential and writes a fresh
 // one to <state>/private/operator.token. Named operators are untouched.
-func RecoverOperator(ctx context.Context, lock *Lock, ops *Operators) error {
+func RecoverOperator(ctx context.Context, lock *statedir.Lock, ops *Operators) error {
 	if !lock.Held() {
 		return errors.New("management: RecoverOperator needs the state directory's lock")
 	}
-	if err := ensurePrivateSubdir(filepath.Join(lock.StateDir(), PrivateDir)); err != nil {
+	if err := statedir.EnsurePrivateSubdir(filepath.Join(lock.StateDir(), statedir.PrivateDir)); err != nil {
 		return err
 	}
 	oldID := ""
@@ -318,7 +306,7 @@ func RecoverOperator(ctx context.Context, lock *Lock, ops *Operators) error {
 	case !errors.Is(err, extension.ErrNotFound):
 		return err
 	}
-	return ops.issueOwner(ctx, OwnerTokenPath(lock.StateDir()), oldID)
+	return ops.issueOwner(ctx, statedir.OwnerTokenPath(lock.StateDir()), oldID)
 }
 
 // issueOwner writes a fresh owner token to path, then stores its
@@ -330,35 +318,13 @@ func (o *Operators) issueOwner(ctx context.Context, path, oldID string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteTokenFile(path, is.Token); err != nil {
+	if err := statedir.WriteTokenFile(path, is.Token); err != nil {
 		return err
 	}
 	if oldID == "" {
 		return o.store.Insert(ctx, is.Credential)
 	}
 	return o.store.RevokeAndInsert(ctx, oldID, o.clock.Now(), is.Credential)
-}
-
-// WriteTokenFile writes token to path atomically: a 0600 temporary file
-// in the same directory, fsync, rename, and fsync of the directory.
-func WriteTokenFile(path, token string) error {
-	if err := atomicfile.WriteFile(path, []byte(token+"\n"), 0o600, atomicfile.TempPrefix(".token-")); err != nil {
-		return fmt.Errorf("cannot write the token file %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReadTokenFile reads a token file, trimming one trailing newline.
-func ReadTokenFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	b = bytes.TrimRight(b, "\r\n")
-	if len(b) == 0 {
-		return "", fmt.Errorf("token file %s is empty", path)
-	}
-	return string(b), nil
 }
 
 // OperatorInfo is a credential as the listing shows it: never a token or
@@ -413,14 +379,14 @@ type RevokeRequest struct {
 
 func (s *Server) handleIssueOperator(r *http.Request) (any, error) {
 	var req IssueRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	is, err := s.ops.Issue(r.Context(), req.Name, req.Role)
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Status: http.StatusCreated, Body: issuedResponse(is)}, nil
+	return &httpapi.Response{Status: http.StatusCreated, Body: issuedResponse(is)}, nil
 }
 
 // operatorFilters are the filters of GET /v1/auth/operators, bound into
@@ -452,7 +418,7 @@ func (s *Server) handleListOperators(r *http.Request) (any, error) {
 
 func (s *Server) handleRotate(r *http.Request) (any, error) {
 	var req struct{}
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	p, _ := PrincipalFrom(r.Context())
@@ -465,7 +431,7 @@ func (s *Server) handleRotate(r *http.Request) (any, error) {
 
 func (s *Server) handleRevoke(r *http.Request) (any, error) {
 	var req RevokeRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	p, _ := PrincipalFrom(r.Context())

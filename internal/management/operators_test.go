@@ -24,6 +24,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 func TestBootstrapWritesOwnerToken(t *testing.T) {
@@ -64,7 +65,7 @@ func TestBootstrapLooksOnlyAtTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lock, err := management.AcquireLock(dir)
+	lock, err := statedir.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,13 +230,13 @@ func TestRecoverOperatorAfterLostRotation(t *testing.T) {
 		t.Fatalf("owner after a lost rotation: %v", err)
 	}
 	// Recovery needs the lock: refused while the server holds it.
-	if _, err := management.AcquireLock(dir); err == nil {
+	if _, err := statedir.AcquireLock(dir); err == nil {
 		t.Fatal("lock not held by the running server")
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := management.AcquireLock(dir)
+	lock, err := statedir.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

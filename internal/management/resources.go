@@ -16,6 +16,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -53,7 +55,7 @@ type ResourcesOptions struct {
 	// Config is the configuration service (required): scopes, config
 	// routes, and the active generation that manual Work is checked
 	// against.
-	Config *ConfigService
+	Config *configsvc.Service
 	// Cursors authenticates list cursors (required): build it with
 	// NewCursors over the key LoadCursorKey returns, and give the server
 	// the same key as Options.CursorKey.
@@ -70,7 +72,7 @@ type Resources struct {
 	store     storage.Reader
 	control   Controls
 	artifacts ArtifactStore
-	config    *ConfigService
+	config    *configsvc.Service
 	cursors   *Cursors
 	clock     clock.Clock
 }
@@ -154,14 +156,10 @@ func derived(r *http.Request, op string, parts ...string) (string, error) {
 	return op + ":" + hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// controlErr gives an operator control's runtime refusal the API's code,
-// keeping the runtime's message (written from ids, names and numbers only).
-func controlErr(err error) error { return runtimeErr(err, false) }
-
 // notFound maps a storage miss of a path's record to not_found naming it.
 func notFound(err error, what, id string) error {
 	if errors.Is(err, storage.ErrNotFound) {
-		return Wrap(CodeNotFound, err, fmt.Sprintf("no %s has id %s", what, clip(id)))
+		return httpapi.Wrap(httpapi.CodeNotFound, err, fmt.Sprintf("no %s has id %s", what, httpapi.Clip(id)))
 	}
 	return err
 }
@@ -181,7 +179,7 @@ func (k posKey) position() *storage.Position {
 // listQuery parses a list's query string: limit, cursor and the filters
 // named, each at most once.
 func listQuery(r *http.Request, filters ...string) (q url.Values, limit int, cursor string, err error) {
-	q, err = Query(r, append([]string{"limit", "cursor"}, filters...)...)
+	q, err = httpapi.Query(r, append([]string{"limit", "cursor"}, filters...)...)
 	if err != nil {
 		return nil, 0, "", err
 	}
@@ -234,7 +232,7 @@ func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, c
 // checkState refuses a state filter that is not one of valid.
 func checkState(name, got string, valid func(string) bool, list string) error {
 	if got != "" && !valid(got) {
-		return Errorf(CodeInvalidRequest, "%s must be one of %s", name, list)
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be one of %s", name, list)
 	}
 	return nil
 }
@@ -246,11 +244,11 @@ func objectData(name string, v jsontext.Value) (json.RawMessage, error) {
 		return nil, nil
 	}
 	if v.Kind() != '{' {
-		return nil, Errorf(CodeInvalidRequest, "%s must be a JSON object", name)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be a JSON object", name)
 	}
 	c := jsontext.Value(bytes.Clone(v))
 	if err := c.Compact(); err != nil {
-		return nil, Wrap(CodeInvalidRequest, err, name+" is not valid JSON")
+		return nil, httpapi.Wrap(httpapi.CodeInvalidRequest, err, name+" is not valid JSON")
 	}
 	return json.RawMessage(c), nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -618,7 +619,7 @@ func TestConfigRoutes(t *testing.T) {
 	var responses [][]byte
 
 	cur, err := c.Config(ctx, nil)
-	if err != nil || cur.Generation != 1 || cur.Hash != hashOf(t, mgmttest.StackConfig) || cur.Actor != management.ActorFirstStart {
+	if err != nil || cur.Generation != 1 || cur.Hash != hashOf(t, mgmttest.StackConfig) || cur.Actor != configsvc.ActorFirstStart {
 		t.Fatalf("config = %+v, %v", cur, err)
 	}
 	responses = append(responses, cur.Raw)
@@ -660,7 +661,7 @@ func TestConfigRoutes(t *testing.T) {
 	if sc, _ := c.Scope(ctx, "team", nil); sc.Generation != 2 || !slices.Equal(sc.Authorization.Reads, []string{"work", "events"}) {
 		t.Errorf("team after apply = %+v", sc.Authorization)
 	}
-	saved, err := os.ReadFile(filepath.Join(s.StateDir, management.ConfigFileName))
+	saved, err := os.ReadFile(filepath.Join(s.StateDir, configsvc.ConfigFileName))
 	if err != nil || hashOf(t, saved) != good.Hash {
 		t.Errorf("saved config: %v", err)
 	}
@@ -693,7 +694,7 @@ func TestConfigRoutes(t *testing.T) {
 	}
 	// Restart on the same state directory after a disk edit: the
 	// committed generation wins.
-	if err := os.WriteFile(filepath.Join(s.StateDir, management.ConfigFileName), mgmttest.StackConfig, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(s.StateDir, configsvc.ConfigFileName), mgmttest.StackConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Stop(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -131,7 +132,7 @@ func (rs *Resources) listScopes(r *http.Request) (any, error) {
 			return nil, err
 		}
 		if ks.Bound.Generation != snap.Generation || ks.After.Generation != snap.Generation {
-			return nil, Wrap(CodeCursorMismatch, ErrCursorMismatch, fmt.Sprintf(
+			return nil, httpapi.Wrap(httpapi.CodeCursorMismatch, httpapi.ErrCursorMismatch, fmt.Sprintf(
 				"the cursor was issued under configuration generation %d and generation %d is active now, so the scopes may have changed; start the listing again without a cursor",
 				ks.Bound.Generation, snap.Generation))
 		}
@@ -161,20 +162,20 @@ func (rs *Resources) scope(r *http.Request) (*config.Snapshot, *config.Effective
 	snap := rs.config.Active()
 	sc, ok := snap.Scope(id)
 	if !ok {
-		return nil, nil, Errorf(CodeNotFound, "no scope has id %s in configuration generation %d (open-conduit scopes lists them)", clip(id), snap.Generation)
+		return nil, nil, httpapi.Errorf(httpapi.CodeNotFound, "no scope has id %s in configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(id), snap.Generation)
 	}
 	return snap, sc, nil
 }
 
 func (rs *Resources) getScope(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	snap, sc, err := rs.scope(r)
 	if err != nil {
 		return nil, err
 	}
-	return Tagged(fmt.Sprintf("scope/%s/%d", sc.ID, snap.Generation), scopeView(sc, snap.Generation)), nil
+	return httpapi.Tagged(fmt.Sprintf("scope/%s/%d", sc.ID, snap.Generation), scopeView(sc, snap.Generation)), nil
 }
 
 // TraceRequest is the body of POST /v1/scopes/{id}/route/trace: a
@@ -203,7 +204,7 @@ type TraceResponse struct {
 // would refuse is refused with invalid_request.
 func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	var req TraceRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	snap, sc, err := rs.scope(r)
@@ -220,15 +221,15 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	}
 	ev := storage.Event{Type: req.Type, Source: req.Source, Scope: sc.ID, Work: req.WorkID, CorrelationKey: key, Data: data}
 	if err := kernel.CheckTraceEvent(&ev); err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	if !knownTraceSource(ev.Source) {
-		return nil, Errorf(CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
-			clip(ev.Source), clip(ev.Type), kernel.SourceManual, kernel.SourceAction)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
+			httpapi.Clip(ev.Source), httpapi.Clip(ev.Type), kernel.SourceManual, kernel.SourceAction)
 	}
 	d, err := rs.control.Trace(r.Context(), ev)
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	return TraceResponse{Scope: sc.ID, Generation: snap.Generation, Decision: d}, nil
 }
@@ -252,7 +253,7 @@ type RouteSample struct {
 // of this release offers samples, so the list is empty for every scope
 // that exists.
 func (rs *Resources) routeSamples(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	if _, _, err := rs.scope(r); err != nil {

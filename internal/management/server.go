@@ -1,11 +1,9 @@
 package management
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,20 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
 
 // APIPrefix is the version prefix of every route.
 const APIPrefix = "/v1"
-
-// HandlerFunc is the one signature of every route's handler. It returns
-// the response body (any JSON-encodable value, a *Response for another
-// status, headers or an ETag, or an http.Handler for streaming reads), or
-// an error that writeError maps to the envelope. The principal and the
-// effective Idempotency-Key are on the request's context.
-type HandlerFunc func(r *http.Request) (any, error)
 
 // Route is one entry of the route table.
 type Route struct {
@@ -46,24 +36,12 @@ type Route struct {
 	// operator. Routes of the execution class (the toolbelt's) are
 	// declared so that the management socket refuses them by name.
 	Class Class
-	// Handler serves the route.
-	Handler HandlerFunc
+	// Handler serves the route; the principal and the effective
+	// Idempotency-Key are on the request's context.
+	Handler httpapi.HandlerFunc
 }
 
 func (rt Route) key() string { return rt.Method + " " + rt.Pattern }
-
-// Response lets a handler choose the status and headers, or attach an
-// ETag to a single read.
-type Response struct {
-	// Status defaults to 200.
-	Status int
-	Header http.Header
-	// ETag, on a GET, is the response's entity tag (see Tagged); a request
-	// whose If-None-Match matches it is answered 304 without a body.
-	ETag string
-	// Body is encoded as JSON; nil sends no body.
-	Body any
-}
 
 // Health is what the health route asks of the daemon.
 type Health interface {
@@ -94,6 +72,9 @@ type Options struct {
 	// CursorKey authenticates list cursors; at least 32 bytes. When empty
 	// a fresh key is drawn from Entropy, so cursors end with the process.
 	CursorKey []byte
+	// Cursors, when set, is the list cursor codec (the one the resource
+	// routes use) and CursorKey is not read.
+	Cursors *Cursors
 	// Version is reported by the health route.
 	Version string
 	// Logger receives failures; never a token, digest or request body.
@@ -119,6 +100,7 @@ type Server struct {
 	mux     *http.ServeMux
 	keys    keyLocks
 	log     *slog.Logger
+	out     httpapi.Writer
 
 	mu   sync.Mutex
 	http *http.Server
@@ -143,9 +125,12 @@ func New(opts Options) (*Server, error) {
 	case opts.Logger == nil:
 		return nil, errors.New("management: Options need a Logger")
 	}
-	cursors, err := NewCursors(opts.CursorKey, opts.Entropy, opts.Clock)
-	if err != nil {
-		return nil, err
+	cursors := opts.Cursors
+	if cursors == nil {
+		var err error
+		if cursors, err = NewCursors(opts.CursorKey, opts.Entropy, opts.Clock); err != nil {
+			return nil, err
+		}
 	}
 	ops, err := NewOperators(opts.Credentials, opts.Clock, opts.Entropy)
 	if err != nil {
@@ -157,6 +142,10 @@ func New(opts Options) (*Server, error) {
 		cursors: cursors,
 		mux:     http.NewServeMux(),
 		log:     opts.Logger,
+		out: httpapi.Writer{Log: opts.Logger, Failed: "management request failed", Caller: func(r *http.Request) string {
+			p, _ := PrincipalFrom(r.Context())
+			return p.Actor()
+		}},
 	}
 	s.routes = append(s.builtinRoutes(), opts.Routes...)
 	seen := map[string]bool{}
@@ -224,7 +213,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.recoverPanic(w, r)
 	p, err := s.authenticate(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.out.Error(w, r, err)
 		return
 	}
 	ctx := WithPrincipal(r.Context(), p)
@@ -236,7 +225,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if escaped == "" || path.Clean(escaped) != escaped {
 		// ServeMux would redirect to the cleaned path; a client that
 		// follows no redirects is better told plainly.
-		s.writeError(w, r, Errorf(CodeNotFound, "no route for this path; paths are not cleaned or redirected"))
+		s.out.Error(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no route for this path; paths are not cleaned or redirected"))
 		return
 	}
 	h, pattern := s.mux.Handler(r)
@@ -245,10 +234,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			s.writeError(w, r, Errorf(CodeMethodNotAllowed, "this path accepts only %s", probe.header.Get("Allow")))
+			s.out.Error(w, r, httpapi.Errorf(httpapi.CodeMethodNotAllowed, "this path accepts only %s", probe.header.Get("Allow")))
 			return
 		}
-		s.writeError(w, r, Errorf(CodeNotFound, "no route for %s %s", r.Method, safePath(escaped)))
+		s.out.Error(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no route for %s %s", r.Method, safePath(escaped)))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -264,7 +253,7 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	s.writeError(w, r, fmt.Errorf("management: handler panicked: %v", v))
+	s.out.Error(w, r, fmt.Errorf("management: handler panicked: %v", v))
 }
 
 // statusProbe records what ServeMux's own not-found and
@@ -294,21 +283,21 @@ func (s *Server) serveRoute(rt *Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
 		if rt.Class == ClassExecution {
-			s.writeError(w, r, toolbeltRefusal())
+			s.out.Error(w, r, toolbeltRefusal())
 			return
 		}
 		if !p.Role.Allows(rt.Role) {
-			s.writeError(w, r, Wrap(CodeForbiddenRole, ErrForbiddenRole,
+			s.out.Error(w, r, httpapi.Wrap(httpapi.CodeForbiddenRole, httpapi.ErrForbiddenRole,
 				fmt.Sprintf("%s %s needs the %s role; this credential's role is %s (ask an admin for a credential with that role)", rt.Method, rt.Pattern, rt.Role, p.Role)))
 			return
 		}
 		if isMutation(r.Method) {
-			body, hash, err := readBody(w, r)
+			body, hash, err := httpapi.ReadBody(w, r)
 			if err != nil {
-				s.writeError(w, r, err)
+				s.out.Error(w, r, err)
 				return
 			}
-			r = withBody(r, body)
+			r = httpapi.WithBody(r, body)
 			if rt.Idempotent {
 				s.serveIdempotent(w, r, rt, p, hash)
 				return
@@ -318,16 +307,16 @@ func (s *Server) serveRoute(rt *Route) http.Handler {
 		}
 		out, err := rt.Handler(r)
 		if err != nil {
-			s.writeError(w, r, err)
+			s.out.Error(w, r, err)
 			return
 		}
-		s.writeResult(w, r, out)
+		s.out.Result(w, r, out)
 	})
 }
 
 // toolbeltRefusal is what an execution-class route answers on this socket.
 func toolbeltRefusal() error {
-	return Wrap(CodeWrongCredentialClass, ErrWrongCredentialClass,
+	return httpapi.Wrap(httpapi.CodeWrongCredentialClass, httpapi.ErrWrongCredentialClass,
 		"the toolbelt is not served on the management socket: an execution calls it on its own toolbelt socket, and operator credentials never reach it")
 }
 
@@ -335,115 +324,9 @@ func refuseOperator(*http.Request) (any, error) { return nil, toolbeltRefusal() 
 
 func isMutation(method string) bool { return method != http.MethodGet && method != http.MethodHead }
 
-// rendered is a response ready to be written (and, for an idempotent
-// route, recorded).
-type rendered struct {
-	status int
-	header http.Header
-	body   []byte
-	stream http.Handler
-}
-
-// render turns a handler's result into status, headers and body bytes.
-func (s *Server) render(r *http.Request, out any) (rendered, error) {
-	res := rendered{status: http.StatusOK, header: http.Header{}}
-	switch v := out.(type) {
-	case http.Handler:
-		res.stream = v
-		return res, nil
-	case *Response:
-		if v.Status != 0 {
-			res.status = v.Status
-		}
-		for k, vals := range v.Header {
-			res.header[k] = slices.Clone(vals)
-		}
-		if v.ETag != "" {
-			res.header.Set("ETag", v.ETag)
-			if (r.Method == http.MethodGet || r.Method == http.MethodHead) && ifNoneMatch(r, v.ETag) {
-				res.status = http.StatusNotModified
-				return res, nil
-			}
-		}
-		if v.Body == nil {
-			return res, nil
-		}
-		out = v.Body
-	case nil:
-		res.status = http.StatusNoContent
-		return res, nil
-	}
-	b, err := json.Marshal(out, json.Deterministic(true))
-	if err != nil {
-		return res, fmt.Errorf("management: encode response: %w", err)
-	}
-	res.header.Set("Content-Type", "application/json")
-	res.body = append(b, '\n')
-	return res, nil
-}
-
-func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, out any) {
-	res, err := s.render(r, out)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.write(w, r, res)
-}
-
-func (s *Server) write(w http.ResponseWriter, r *http.Request, res rendered) {
-	if res.stream != nil {
-		res.stream.ServeHTTP(w, r)
-		return
-	}
-	for k, vals := range res.header {
-		w.Header()[k] = vals
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(res.status)
-	if r.Method != http.MethodHead && res.body != nil {
-		_, _ = w.Write(res.body)
-	}
-}
-
-// writeError writes err as the API's envelope. An error that maps to no
-// code is a 500 with a generic message; its text is logged, never sent.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code, msg, known := classify(err)
-	if !known {
-		p, _ := PrincipalFrom(r.Context())
-		s.log.Error("management request failed", "method", r.Method, "route", r.Pattern, "principal", p.Actor(), "error", err.Error())
-	}
-	body := envelopeBody{Code: code, Message: msg}
-	if pe := (*Error)(nil); known && errors.As(err, &pe) {
-		body.Diagnostics = pe.Diagnostics
-	}
-	b, merr := json.Marshal(envelope{Error: body})
-	if merr != nil {
-		b = []byte(`{"error":{"code":"internal","message":"` + internalMessage + `"}}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Del("ETag")
-	if status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", `Bearer realm="open-conduit"`)
-	}
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(append(b, '\n'))
-	}
-}
-
 // Serve serves the API on l until Shutdown or Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := HTTPServer(s, s.log)
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -490,7 +373,7 @@ func (s *Server) Close() error {
 
 // handleHealth answers GET /v1/health.
 func (s *Server) handleHealth(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	gen, err := s.opts.Health.Generation(r.Context())
@@ -505,13 +388,4 @@ type HealthResponse struct {
 	Status     string `json:"status"`
 	Version    string `json:"version"`
 	Generation int64  `json:"generation"`
-}
-
-// bodyKey carries a mutation's validated body on the context.
-type bodyKey struct{}
-
-func withBody(r *http.Request, body []byte) *http.Request {
-	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return r
 }

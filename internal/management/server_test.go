@@ -17,8 +17,10 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 const fakeToken = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // well-formed, unknown
@@ -164,7 +166,7 @@ func TestRoleTable(t *testing.T) {
 
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
-	tok, err := management.ReadTokenFile(path)
+	tok, err := statedir.ReadTokenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestRoutingErrorsUseTheEnvelope(t *testing.T) {
 func TestStrictRequests(t *testing.T) {
 	h, _ := start(t, mgmttest.Options{})
 	tok := h.OwnerToken(t)
-	big := `{"name":"` + strings.Repeat("x", management.MaxBody) + `"}`
+	big := `{"name":"` + strings.Repeat("x", httpapi.MaxBody) + `"}`
 	cases := []struct {
 		name   string
 		q      req
@@ -489,7 +491,7 @@ func TestCursorBoundToEndpoint(t *testing.T) {
 	if ks, err := management.DecodeCursor[string](c, r1, map[string]string{"scope": "s"}, cur); err != nil || ks.After != "a" || ks.Bound != "b" {
 		t.Fatalf("decode = %+v, %v", ks, err)
 	}
-	if _, err := management.DecodeCursor[string](c, r2, map[string]string{"scope": "s"}, cur); !errors.Is(err, management.ErrCursorMismatch) {
+	if _, err := management.DecodeCursor[string](c, r2, map[string]string{"scope": "s"}, cur); !errors.Is(err, httpapi.ErrCursorMismatch) {
 		t.Fatalf("cursor on another endpoint: %v", err)
 	}
 	if _, err := management.NewCursors([]byte("short"), nil, fakeClock{clk}); err == nil {

@@ -3,6 +3,7 @@ package management
 import (
 	"net/http"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -23,7 +24,7 @@ func (rs *Resources) listToolbeltCalls(r *http.Request) (any, error) {
 	}
 	f := toolbeltCallFilters{Execution: q.Get("execution"), Kind: q.Get("kind"), Result: q.Get("result")}
 	if f.Kind != "" && f.Kind != storage.ToolbeltCalled && f.Kind != storage.ToolbeltRejected {
-		return nil, Errorf(CodeInvalidRequest, "kind must be %s or %s", storage.ToolbeltCalled, storage.ToolbeltRejected)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "kind must be %s or %s", storage.ToolbeltCalled, storage.ToolbeltRejected)
 	}
 	ctx := r.Context()
 	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.ToolbeltCall, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -42,7 +43,7 @@ func (rs *Resources) listWaits(r *http.Request) (any, error) {
 }
 
 func (rs *Resources) getWait(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -50,5 +51,5 @@ func (rs *Resources) getWait(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "wait", id)
 	}
-	return Tagged(fmt.Sprintf("wait/%s/%s/%d", w.ID, w.State, w.UpdatedAt.UnixNano()), w), nil
+	return httpapi.Tagged(fmt.Sprintf("wait/%s/%s/%d", w.ID, w.State, w.UpdatedAt.UnixNano()), w), nil
 }

@@ -1,12 +1,11 @@
 package management
 
 import (
-	"encoding/json"
 	"slices"
 
 	"github.com/open-conduit/open-conduit/api"
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
@@ -215,7 +214,7 @@ func validationOut(snap *config.Snapshot, res config.Result) api.Validation {
 }
 
 // appliedOut is the body of a successful POST /v1/config/apply.
-func appliedOut(res ApplyResult) api.Applied {
+func appliedOut(res configsvc.ApplyResult) api.Applied {
 	return api.Applied{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: warningsOut(res.Warnings)}
 }
 
@@ -244,36 +243,4 @@ func errorOut(code, message string, diagnostics []config.Diagnostic) api.ErrorEn
 		body.Diagnostics = diagnosticsOut(diagnostics)
 	}
 	return api.ErrorEnvelope{Error: body}
-}
-
-// callOut is the 200 body of POST /v1/toolbelt/call.
-func callOut(res extension.CallResult) api.CallResponse {
-	return api.CallResponse{Operation: res.Operation, Result: res.Result, Replayed: res.Replayed}
-}
-
-// guidanceOut is the body of GET /v1/toolbelt/guidance: every list sent,
-// and {"type":"object"} for an operation that declares no schema.
-func guidanceOut(g extension.Guidance) api.Guidance {
-	out := api.Guidance{Guidance: g.Guidance, Operations: []api.Operation{}}
-	for _, op := range g.Operations {
-		caps := op.Capabilities
-		if caps == nil {
-			caps = []string{}
-		}
-		schema := op.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		out.Operations = append(out.Operations, api.Operation{Name: op.Name, Summary: op.Summary, InputSchema: schema, Guidance: op.Guidance, Capabilities: caps})
-	}
-	return out
-}
-
-// servingOut is the body of GET /v1/toolbelt/serving: an empty list, never
-// null, when nothing serves the capability.
-func servingOut(capability string, ops []string) api.Serving {
-	if ops == nil {
-		ops = []string{}
-	}
-	return api.Serving{Capability: capability, Operations: ops}
 }

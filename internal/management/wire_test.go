@@ -1,7 +1,6 @@
 package management
 
 import (
-	"context"
 	"encoding/base64"
 	stdjson "encoding/json"
 	"fmt"
@@ -14,12 +13,15 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/api"
-	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/toolbeltapi"
 )
 
 // These tests prove that every conversion of wire.go sends the bytes the
@@ -225,7 +227,7 @@ func TestWireScopes(t *testing.T) {
 
 func TestWireOperators(t *testing.T) {
 	local := time.FixedZone("here", 3600)
-	active := Credential{ID: "tok_1", Name: "alice", Role: RoleOperate, Digest: DigestToken("secret"), CreatedAt: wireTime.In(local)}
+	active := Credential{ID: "tok_1", Name: "alice", Role: RoleOperate, Digest: bearer.DigestOf("secret"), CreatedAt: wireTime.In(local)}
 	revoked := Credential{ID: "tok_2", Name: OwnerName, Role: RoleAdmin, CreatedAt: wireTime, RevokedAt: wireTime.Add(time.Hour).In(local)}
 	for name, c := range map[string]Credential{"active": active, "revoked": revoked} {
 		sameWire(t, "Operator "+name, infoOf(c), operatorOut(c))
@@ -279,7 +281,7 @@ func TestWireConfig(t *testing.T) {
 		}
 		sameWire(t, "Validation "+name, today, validationOut(c.snap, c.res))
 	}
-	for name, res := range map[string]ApplyResult{
+	for name, res := range map[string]configsvc.ApplyResult{
 		"warnings":    {Generation: g, Previous: 2, Warnings: warns},
 		"no warnings": {Generation: g, Previous: 2},
 	} {
@@ -292,79 +294,34 @@ func TestWireConfig(t *testing.T) {
 	}
 }
 
-// TestWireEnvelope encodes the envelope as writeError does (without
-// Deterministic).
+// TestWireEnvelope holds errorOut to the envelope the one error writer
+// (httpapi.Writer) sends.
 func TestWireEnvelope(t *testing.T) {
 	diags := []config.Diagnostic{{Pointer: "/extra", Code: config.Code("unknown_field"), Remedy: "remove it"}}
 	for name, c := range map[string]struct {
-		code, msg string
-		diags     []config.Diagnostic
+		code  httpapi.Code
+		msg   string
+		diags []config.Diagnostic
 	}{
-		"plain":          {string(CodeForbiddenRole), "needs admin", nil},
-		"invalid_config": {string(CodeInvalidConfig), "does not validate", diags},
-		"no diagnostics": {string(CodeInvalidConfig), "does not validate", []config.Diagnostic{}},
-		"zero":           {},
+		"plain":          {httpapi.CodeForbiddenRole, "needs admin", nil},
+		"invalid_config": {httpapi.CodeInvalidConfig, "does not validate", diags},
 	} {
-		a, err1 := json.Marshal(envelope{Error: envelopeBody{Code: c.code, Message: c.msg, Diagnostics: c.diags}})
-		b, err2 := json.Marshal(errorOut(c.code, c.msg, c.diags))
-		if err1 != nil || err2 != nil || string(a) != string(b) {
-			t.Errorf("envelope %s: today %s (%v), converted %s (%v)", name, a, err1, b, err2)
+		rec := httptest.NewRecorder()
+		e := &httpapi.Error{Code: c.code, Message: c.msg}
+		if c.diags != nil {
+			e.Diagnostics = c.diags
 		}
-	}
-}
-
-// fakeToolbelt answers guidance and serving as a toolbelt would.
-type fakeToolbelt struct {
-	guidance extension.Guidance
-	serving  []string
-}
-
-func (f fakeToolbelt) Call(context.Context, string, extension.CallRequest) (extension.CallResult, error) {
-	return extension.CallResult{}, nil
-}
-
-func (f fakeToolbelt) Guidance(context.Context, string, extension.Assertions) (extension.Guidance, error) {
-	return f.guidance, nil
-}
-
-func (f fakeToolbelt) Serving(context.Context, string, extension.Assertions, string) ([]string, error) {
-	return f.serving, nil
-}
-
-func TestWireToolbelt(t *testing.T) {
-	for name, res := range samples[extension.CallResult](t, nil) {
-		sameWire(t, "Call "+name, ToolbeltCallResponse{Operation: res.Operation, Result: res.Result, Replayed: res.Replayed}, callOut(res))
-	}
-	var full extension.Guidance
-	fill(&full)
-	for name, g := range map[string]extension.Guidance{
-		"filled":  full,
-		"bare op": {Guidance: "g", Operations: []extension.OperationInfo{{Name: "emit"}}},
-		"empty":   {},
-	} {
-		today, err := toolbeltGuidance(httptest.NewRequest("GET", PathToolbeltGuidance, nil), fakeToolbelt{guidance: g})
-		if err != nil {
-			t.Fatal(err)
+		httpapi.Writer{}.Error(rec, httptest.NewRequest("GET", "/v1/x", nil), e)
+		b, err := json.Marshal(errorOut(string(c.code), c.msg, c.diags))
+		if err != nil || strings.TrimSpace(rec.Body.String()) != string(b) {
+			t.Errorf("envelope %s: the writer sends %s, converted %s (%v)", name, rec.Body.String(), b, err)
 		}
-		sameWire(t, "Guidance "+name, today, guidanceOut(g))
-	}
-	for name, ops := range map[string][]string{"some": {"a.b", "c.d"}, "none": nil, "empty": {}} {
-		today, err := toolbeltServing(httptest.NewRequest("GET", PathToolbeltServing+"?capability=git.credential", nil), fakeToolbelt{serving: ops})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameWire(t, "Serving "+name, today, servingOut("git.credential", ops))
 	}
 }
 
 // TestWireCodes holds the api package's codes to the server's, the
 // kernel's and the toolbelt's: the same strings, and the same statuses.
 func TestWireCodes(t *testing.T) {
-	for code, status := range codeStatus {
-		if got, ok := api.Status(string(code)); !ok || got != status {
-			t.Errorf("api.Status(%s) = %d, %v; the server sends %d", code, got, ok, status)
-		}
-	}
 	if got, ok := api.Status(api.CodeGateFailed); !ok || got != 422 {
 		t.Errorf("api.Status(gate_failed) = %d, %v", got, ok)
 	}
@@ -406,9 +363,9 @@ func TestWireCodes(t *testing.T) {
 		toolbelt.RecordServing:             api.RecordServing,
 		storage.ToolbeltCalled:             api.ToolbeltCalled,
 		storage.ToolbeltRejected:           api.ToolbeltRejected,
-		PathToolbeltCall:                   api.PathToolbeltCall,
-		PathToolbeltGuidance:               api.PathToolbeltGuidance,
-		PathToolbeltServing:                api.PathToolbeltServing,
+		toolbeltapi.PathCall:               api.PathToolbeltCall,
+		toolbeltapi.PathGuidance:           api.PathToolbeltGuidance,
+		toolbeltapi.PathServing:            api.PathToolbeltServing,
 		DefaultInputType:                   api.DefaultInputType,
 		OwnerName:                          api.OwnerName,
 		string(ClassOperator):              api.ClassOperator,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -47,7 +48,7 @@ func (rs *Resources) listWork(r *http.Request) (any, error) {
 func workETag(w storage.Work) string { return fmt.Sprintf("work/%s/%d", w.ID, w.Revision) }
 
 func (rs *Resources) getWork(r *http.Request) (any, error) {
-	if err := NoQuery(r); err != nil {
+	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -55,7 +56,7 @@ func (rs *Resources) getWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Work", id)
 	}
-	return Tagged(workETag(w), w), nil
+	return httpapi.Tagged(workETag(w), w), nil
 }
 
 // InputRequest is the input bound to a manual Work.
@@ -90,16 +91,16 @@ type CreateWorkResponse struct {
 
 func (rs *Resources) createWork(r *http.Request) (any, error) {
 	var req CreateWorkRequest
-	if err := DecodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
 	}
 	snap := rs.config.Active()
 	if req.Scope == "" {
-		return nil, Errorf(CodeInvalidRequest, "scope is required: name the scope the Work runs in (open-conduit scopes lists them)")
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope is required: name the scope the Work runs in (open-conduit scopes lists them)")
 	}
 	sc, ok := snap.Scope(req.Scope)
 	if !ok || !sc.Active || sc.Bindings == nil {
-		return nil, Errorf(CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", clip(req.Scope), snap.Generation)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(req.Scope), snap.Generation)
 	}
 	if req.Binding == "" {
 		if len(sc.Bindings) != 1 {
@@ -108,7 +109,7 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 				names = append(names, id)
 			}
 			sort.Strings(names)
-			return nil, Errorf(CodeInvalidRequest, "scope %s has %d bindings (%s); name one with binding", req.Scope, len(names), strings.Join(names, ", "))
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s has %d bindings (%s); name one with binding", req.Scope, len(names), strings.Join(names, ", "))
 		}
 		for id := range sc.Bindings {
 			req.Binding = id
@@ -116,11 +117,11 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 	}
 	b, ok := sc.Bindings[req.Binding]
 	if !ok {
-		return nil, Errorf(CodeInvalidRequest, "scope %s has no binding %s", req.Scope, clip(req.Binding))
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s has no binding %s", req.Scope, httpapi.Clip(req.Binding))
 	}
 	for _, g := range req.Grants {
 		if _, ok := b.Grants[g]; !ok {
-			return nil, Errorf(CodeInvalidRequest, "binding %s of scope %s has no grant %s", req.Binding, req.Scope, clip(g))
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "binding %s of scope %s has no grant %s", req.Binding, req.Scope, httpapi.Clip(g))
 		}
 	}
 	var input *kernel.InputSpec
@@ -151,13 +152,13 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 		Grants: slices.Clone(req.Grants), Input: input,
 	})
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	status := http.StatusCreated
 	if res.Replayed {
 		status = http.StatusOK
 	}
-	return &Response{Status: status, ETag: ETag(workETag(res.Work)),
+	return &httpapi.Response{Status: status, ETag: httpapi.ETag(workETag(res.Work)),
 		Body: CreateWorkResponse{Work: res.Work, CreatedEvent: res.Created, InputEvent: res.Input, Existing: res.Replayed}}, nil
 }
 
@@ -182,11 +183,11 @@ const maxReason = 512
 
 func (rs *Resources) runControl(r *http.Request, op string, do func(kernel.ControlRequest) (kernel.ControlResult, error)) (any, error) {
 	var body ControlBody
-	if err := DecodeBody(r, &body); err != nil {
+	if err := httpapi.DecodeBody(r, &body); err != nil {
 		return nil, err
 	}
 	if len(body.Reason) > maxReason {
-		return nil, Errorf(CodeInvalidRequest, "reason is longer than %d bytes", maxReason)
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "reason is longer than %d bytes", maxReason)
 	}
 	id := r.PathValue("id")
 	delivery, err := derived(r, op, id)
@@ -195,7 +196,7 @@ func (rs *Resources) runControl(r *http.Request, op string, do func(kernel.Contr
 	}
 	res, err := do(kernel.ControlRequest{Target: id, Reason: body.Reason, DeliveryID: delivery})
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	out := ControlResponse{Event: res.Event, Work: res.Work, Existing: res.Replayed}
 	if res.Execution.ID != "" {
@@ -236,7 +237,7 @@ type WakeResponse struct {
 
 func (rs *Resources) wakeWork(r *http.Request) (any, error) {
 	var body WakeBody
-	if err := DecodeBody(r, &body); err != nil {
+	if err := httpapi.DecodeBody(r, &body); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -255,7 +256,7 @@ func (rs *Resources) wakeWork(r *http.Request) (any, error) {
 	}
 	res, err := rs.control.Wake(ctx, kernel.WakeRequest{Scope: w.Scope, Key: w.ID, Type: body.Type, Data: data, DeliveryID: delivery})
 	if err != nil {
-		return nil, controlErr(err)
+		return nil, err
 	}
 	return WakeResponse{Event: res.Event, Decision: res.Decision, Matched: res.Matched}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 func init() { commands = append(commands, newAuthCmd) }
@@ -60,7 +61,7 @@ stopped. A named operator asks an admin for a new credential.`,
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if werr := management.WriteTokenFile(t.tokenFile, is.Token); werr != nil {
+			if werr := statedir.WriteTokenFile(t.tokenFile, is.Token); werr != nil {
 				// The old token is dead; this is the only copy of the new one.
 				fmt.Fprintf(s.Out, "%s\n", is.Token)
 				return failf("the credential was rotated, but the new token could not be written to %s: %v.\nThe new token (%s) is printed above, once: save it now, it will not be shown again", t.tokenFile, werr, is.TokenID)
@@ -200,9 +201,9 @@ operators' credentials are untouched.`,
 			if _, err := os.Stat(state); errors.Is(err, fs.ErrNotExist) {
 				return failf("there is no state directory at %s; pass --state DIR (or set $%s) to the daemon's state directory", state, EnvState)
 			}
-			lock, err := management.AcquireLock(state)
+			lock, err := statedir.AcquireLock(state)
 			if err != nil {
-				var held *management.LockHeldError
+				var held *statedir.LockHeldError
 				if errors.As(err, &held) {
 					who := "another process"
 					if held.PID > 0 {
@@ -228,7 +229,7 @@ operators' credentials are untouched.`,
 			if err := management.RecoverOperator(cmd.Context(), lock, ops); err != nil {
 				return failf("recovery failed: %v", err)
 			}
-			fmt.Fprintf(s.Out, "Recovered: a fresh owner token is in %s; every earlier owner token is revoked.\nStart the daemon again with 'open-conduit daemon'.\n", management.OwnerTokenPath(state))
+			fmt.Fprintf(s.Out, "Recovered: a fresh owner token is in %s; every earlier owner token is revoked.\nStart the daemon again with 'open-conduit daemon'.\n", statedir.OwnerTokenPath(state))
 			return nil
 		},
 	}

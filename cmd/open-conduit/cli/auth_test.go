@@ -16,6 +16,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 // run runs the CLI in process and returns its exit code and output.
@@ -150,7 +151,7 @@ func TestClientErrorsSayWhatToDo(t *testing.T) {
 	}
 	// A token but no daemon.
 	os.MkdirAll(filepath.Join(empty, "private"), 0o700)
-	management.WriteTokenFile(management.OwnerTokenPath(empty), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	statedir.WriteTokenFile(statedir.OwnerTokenPath(empty), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
 	code, _, errs = run(t, "health")
 	if code != 1 || !strings.Contains(errs, "is the daemon running? Start it with `open-conduit daemon`") {
 		t.Fatalf("no daemon: %d %q", code, errs)
@@ -178,7 +179,7 @@ func TestAuthOperatorsCommands(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	token := lines[len(lines)-1]
 	aliceFile := filepath.Join(h.StateDir, "alice.token")
-	management.WriteTokenFile(aliceFile, token)
+	statedir.WriteTokenFile(aliceFile, token)
 	if _, err := h.ClientFor(aliceFile).Health(context.Background()); err != nil {
 		t.Fatalf("printed token does not work: %v", err)
 	}
@@ -265,7 +266,7 @@ func TestAuthRecoverCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "auth", "recover", "--state", dir)
-	if code != 0 || !strings.Contains(out, management.OwnerTokenPath(dir)) {
+	if code != 0 || !strings.Contains(out, statedir.OwnerTokenPath(dir)) {
 		t.Fatalf("recover: %d %q %q", code, out, errs)
 	}
 	serve(t, mgmttest.Options{StateDir: dir, Credentials: creds})

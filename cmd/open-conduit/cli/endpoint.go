@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/client"
-	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 // Environment variables the client commands read.
@@ -81,10 +81,10 @@ func resolveTarget(cmd *cobra.Command) (target, error) {
 			return t, failf("%v", err)
 		}
 		if t.socket == "" {
-			t.socket, t.socketFrom = filepath.Join(state, management.SocketName), "the state directory "+state
+			t.socket, t.socketFrom = filepath.Join(state, statedir.SocketName), "the state directory "+state
 		}
 		if t.tokenFile == "" {
-			t.tokenFile, t.fileFrom = management.OwnerTokenPath(state), "the state directory "+state
+			t.tokenFile, t.fileFrom = statedir.OwnerTokenPath(state), "the state directory "+state
 		}
 	}
 	t.socket = strings.TrimPrefix(t.socket, "unix://")

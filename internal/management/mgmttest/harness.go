@@ -21,6 +21,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 // Epoch is the default fake clock's start.
@@ -53,7 +54,7 @@ type Harness struct {
 	TokenFile string // the owner's
 
 	Server          *management.Server
-	Lock            *management.Lock
+	Lock            *statedir.Lock
 	Credentials     management.Credentials
 	Idempotency     management.IdempotencyStore
 	ExecutionTokens management.ExecutionTokens
@@ -108,13 +109,6 @@ func Start(t testing.TB, opts Options) *Harness {
 	if opts.Version == "" {
 		opts.Version = "test"
 	}
-	if err := management.PrepareStateDir(opts.StateDir); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := management.AcquireLock(opts.StateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv, err := management.New(management.Options{
 		Credentials:     opts.Credentials,
 		ExecutionTokens: opts.ExecutionTokens,
@@ -129,33 +123,44 @@ func Start(t testing.TB, opts Options) *Harness {
 		Authenticated:   opts.Authenticated,
 	})
 	if err != nil {
-		lock.Close()
 		t.Fatal(err)
 	}
-	if _, err := management.BootstrapOperator(context.Background(), lock, srv.Operators()); err != nil {
-		lock.Close()
-		t.Fatal(err)
-	}
-	sock := filepath.Join(opts.StateDir, management.SocketName)
-	l, err := management.Listen(sock, lock)
-	if err != nil {
-		lock.Close()
-		t.Fatal(err)
-	}
-	h := &Harness{
+	return serve(t, &Harness{
 		StateDir:        opts.StateDir,
-		Socket:          sock,
-		TokenFile:       management.OwnerTokenPath(opts.StateDir),
 		Server:          srv,
-		Lock:            lock,
 		Credentials:     opts.Credentials,
 		Idempotency:     opts.Idempotency,
 		ExecutionTokens: opts.ExecutionTokens,
 		Clock:           opts.Clock,
-		served:          make(chan error, 1),
+	})
+}
+
+// serve takes h.StateDir's lock, bootstraps the owner's token as the
+// daemon does, and serves h.Server on the state directory's management
+// socket until the test ends.
+func serve(t testing.TB, h *Harness) *Harness {
+	t.Helper()
+	if err := statedir.Prepare(h.StateDir); err != nil {
+		t.Fatal(err)
 	}
+	lock, err := statedir.AcquireLock(h.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := management.BootstrapOperator(context.Background(), lock, h.Server.Operators()); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	sock := filepath.Join(h.StateDir, statedir.SocketName)
+	l, err := statedir.Listen(sock, lock)
+	if err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	h.Socket, h.TokenFile, h.Lock = sock, statedir.OwnerTokenPath(h.StateDir), lock
+	h.served = make(chan error, 1)
 	h.Client = client.New(sock, client.TokenFile(h.TokenFile))
-	go func() { h.served <- srv.Serve(l) }()
+	go func() { h.served <- h.Server.Serve(l) }()
 	t.Cleanup(func() {
 		if err := h.Stop(); err != nil {
 			t.Errorf("stopping the test server: %v", err)
@@ -190,7 +195,7 @@ func (h *Harness) AddOperator(t testing.TB, name string, role management.Role) (
 		t.Fatalf("issuing operator %s: %v", name, err)
 	}
 	path := filepath.Join(h.StateDir, name+".token")
-	if err := management.WriteTokenFile(path, is.Token); err != nil {
+	if err := statedir.WriteTokenFile(path, is.Token); err != nil {
 		t.Fatal(err)
 	}
 	return path, is
@@ -204,7 +209,7 @@ func (h *Harness) ClientFor(tokenFile string) *client.Client {
 // OwnerToken reads the owner's current token from its file.
 func (h *Harness) OwnerToken(t testing.TB) string {
 	t.Helper()
-	tok, err := management.ReadTokenFile(h.TokenFile)
+	tok, err := statedir.ReadTokenFile(h.TokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,11 @@ import (
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
@@ -65,9 +67,10 @@ type StackOptions struct {
 	Extensions []extension.Registration
 }
 
-// Stack is the management server with every resource route, on a real
-// SQLite store in its state directory, with the real runtime, config
-// service and artifacts: what the daemon serves, without a scheduler.
+// Stack is the management server with every resource and action route,
+// built by management.NewServers as the daemon builds it, on a real SQLite
+// store in its state directory, with the real runtime, config service and
+// artifacts: what the daemon serves, without a scheduler or a toolbelt.
 type Stack struct {
 	*Harness
 	Store     *sqlite.Store
@@ -75,7 +78,7 @@ type Stack struct {
 	Runtime   *kernel.Runtime
 	Control   *kernel.Control
 	Artifacts *storage.Artifacts
-	Config    *management.ConfigService
+	Config    *configsvc.Service
 	Resources *management.Resources
 	Cursors   *management.Cursors
 	// Host holds the Extensions; Actions serves their actions.
@@ -110,11 +113,11 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	if opts.IDs == nil {
 		opts.IDs = ids.NewGenerator(opts.Clock, rand.NewChaCha8([32]byte{7}))
 	}
-	if err := management.PrepareStateDir(opts.StateDir); err != nil {
+	if err := statedir.Prepare(opts.StateDir); err != nil {
 		t.Fatal(err)
 	}
 	if opts.ConfigFile != nil {
-		if err := os.WriteFile(filepath.Join(opts.StateDir, management.ConfigFileName), opts.ConfigFile, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(opts.StateDir, configsvc.ConfigFileName), opts.ConfigFile, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +135,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 			t.Fatalf("cannot register extension %s: %v", ext.Name, err)
 		}
 	}
-	cfg, err := management.NewConfigService(management.ConfigOptions{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry, Logger: DiscardLogger()})
+	cfg, err := configsvc.New(configsvc.Options{Store: store, StateDir: opts.StateDir, Default: opts.Default, Clock: opts.Clock, Registry: opts.Registry, Logger: DiscardLogger()})
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
@@ -159,26 +162,18 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := management.NewResources(management.ResourcesOptions{
-		Store: store, Control: ctl, Artifacts: arts, Config: cfg, Cursors: cursors, Clock: opts.Clock,
+	acts := toolbelt.NewActions(ctl, host)
+	srv, err := management.NewServers(management.Parts{
+		Store: store, Control: ctl, Actions: acts, Config: cfg, Artifacts: arts, Cursors: cursors,
+		Clock: opts.Clock, Version: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Start(t, Options{
-		StateDir:    opts.StateDir,
-		Credentials: management.StoreCredentials(store),
-		Idempotency: management.StoreIdempotency(store),
-		Health:      cfg,
-		Clock:       opts.Clock,
-		CursorKey:   key,
-		Routes:      res.Routes(),
-		Authenticated: func(ctx context.Context, p management.Principal) context.Context {
-			return kernel.WithActor(ctx, p.Actor())
-		},
-	})
-	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: res, Cursors: cursors,
-		Host: host, Actions: toolbelt.NewActions(ctl, host)}, nil
+	h := serve(t, &Harness{StateDir: opts.StateDir, Server: srv.Management, Credentials: management.StoreCredentials(store),
+		Idempotency: management.StoreIdempotency(store), Clock: opts.Clock})
+	return &Stack{Harness: h, Store: store, IDs: opts.IDs, Runtime: rt, Control: ctl, Artifacts: arts, Config: cfg, Resources: srv.Resources, Cursors: cursors,
+		Host: host, Actions: acts}, nil
 }
 
 // Stop stops the server, releases the lock and closes the store, so that

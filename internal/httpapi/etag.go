@@ -1,4 +1,4 @@
-package management
+package httpapi
 
 import (
 	"crypto/sha256"
@@ -21,9 +21,9 @@ func Tagged(revision string, body any) *Response {
 	return &Response{ETag: ETag(revision), Body: body}
 }
 
-// ifNoneMatch reports whether the request's If-None-Match header matches
+// IfNoneMatch reports whether the request's If-None-Match header matches
 // etag, by the weak comparison RFC 9110 prescribes for it.
-func ifNoneMatch(r *http.Request, etag string) bool {
+func IfNoneMatch(r *http.Request, etag string) bool {
 	want := strings.TrimPrefix(etag, "W/")
 	for _, line := range r.Header.Values("If-None-Match") {
 		for tag := range strings.SplitSeq(line, ",") {

@@ -1,7 +1,8 @@
-package management
+package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,13 +20,13 @@ import (
 // MaxBody is the largest request body the API accepts: 1 MiB.
 const MaxBody = 1 << 20
 
-// readBody applies the request discipline of a mutation: no query
+// ReadBody applies the request discipline of a mutation: no query
 // string, Content-Type application/json, at most MaxBody bytes, and one
 // strict JSON object (no duplicate names, no nulls, valid UTF-8). Unknown
 // fields are refused when the handler decodes the body (DecodeBody),
 // since only the handler knows its fields.
 // It returns the body and the hash of its canonical form.
-func readBody(w http.ResponseWriter, r *http.Request) (body []byte, hash string, err error) {
+func ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, hash string, err error) {
 	if r.URL.RawQuery != "" || r.URL.ForceQuery {
 		return nil, "", Errorf(CodeInvalidRequest, "a %s request takes no query string; put its parameters in the JSON body", r.Method)
 	}
@@ -137,13 +138,24 @@ func pointer(p jsontext.Pointer) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// bodyKey carries a mutation's validated body on the context.
+type bodyKey struct{}
+
+// WithBody returns r carrying body, as ReadBody validated it, for
+// DecodeBody.
+func WithBody(r *http.Request, body []byte) *http.Request {
+	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return r
+}
+
 // DecodeBody decodes the validated body of a mutation into v, refusing
 // fields v does not have. Its errors are invalid_request with a safe
 // message.
 func DecodeBody(r *http.Request, v any) error {
 	body, ok := r.Context().Value(bodyKey{}).([]byte)
 	if !ok {
-		return errors.New("management: DecodeBody called outside a mutation route")
+		return errors.New("httpapi: DecodeBody called outside a mutation route")
 	}
 	err := json.Unmarshal(body, v, json.RejectUnknownMembers(true))
 	if err == nil {
@@ -184,7 +196,7 @@ func Query(r *http.Request, allowed ...string) (url.Values, error) {
 			known = known || a == name
 		}
 		if !known {
-			return nil, Errorf(CodeInvalidRequest, "unknown query parameter %q; this request takes %s", clip(name), strings.Join(quoteAll(allowed), ", "))
+			return nil, Errorf(CodeInvalidRequest, "unknown query parameter %q; this request takes %s", Clip(name), strings.Join(quoteAll(allowed), ", "))
 		}
 		if len(vals) != 1 {
 			return nil, Errorf(CodeInvalidRequest, "query parameter %q is given more than once", name)
@@ -193,7 +205,8 @@ func Query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
-func clip(s string) string {
+// Clip shortens a caller's string (an id, a name) for a message.
+func Clip(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
 	}

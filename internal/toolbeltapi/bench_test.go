@@ -1,4 +1,4 @@
-package management_test
+package toolbeltapi_test
 
 import (
 	"context"

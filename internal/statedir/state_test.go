@@ -1,4 +1,4 @@
-package management_test
+package statedir_test
 
 import (
 	"errors"
@@ -9,14 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/internal/management"
-	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
 func TestPrepareStateDirCreatesOwnerOnly(t *testing.T) {
-	base := mgmttest.NewStateDir(t)
+	base := newStateDir(t)
 	dir := filepath.Join(base, "a", "state")
-	if err := management.PrepareStateDir(dir); err != nil {
+	if err := statedir.Prepare(dir); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(dir)
@@ -27,7 +26,7 @@ func TestPrepareStateDirCreatesOwnerOnly(t *testing.T) {
 		t.Fatalf("state directory mode = %04o, want 0700", got)
 	}
 	// Preparing it again is fine.
-	if err := management.PrepareStateDir(dir); err != nil {
+	if err := statedir.Prepare(dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -45,7 +44,7 @@ func TestUnsafeStateDirsAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(mgmttest.NewStateDir(t), "state")
+			dir := filepath.Join(newStateDir(t), "state")
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -53,10 +52,10 @@ func TestUnsafeStateDirsAreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			for what, err := range map[string]error{
-				"PrepareStateDir": management.PrepareStateDir(dir),
+				"PrepareStateDir": statedir.Prepare(dir),
 				"AcquireLock":     lockErr(dir),
 			} {
-				var ue *management.UnsafeDirError
+				var ue *statedir.UnsafeDirError
 				if !errors.As(err, &ue) {
 					t.Fatalf("%s(%04o) = %v, want *UnsafeDirError", what, tc.mode, err)
 				}
@@ -70,7 +69,7 @@ func TestUnsafeStateDirsAreRefused(t *testing.T) {
 }
 
 func lockErr(dir string) error {
-	l, err := management.AcquireLock(dir)
+	l, err := statedir.AcquireLock(dir)
 	if err == nil {
 		l.Close()
 	}
@@ -81,48 +80,48 @@ func TestForeignOwnedStateDirIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give a directory to another user")
 	}
-	dir := filepath.Join(mgmttest.NewStateDir(t), "state")
+	dir := filepath.Join(newStateDir(t), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	err := management.PrepareStateDir(dir)
-	var ue *management.UnsafeDirError
+	err := statedir.Prepare(dir)
+	var ue *statedir.UnsafeDirError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("PrepareStateDir on a foreign directory = %v, want a refusal naming the owner and path", err)
 	}
-	if _, err := management.AcquireLock(dir); !errors.As(err, &ue) {
+	if _, err := statedir.AcquireLock(dir); !errors.As(err, &ue) {
 		t.Fatalf("AcquireLock on a foreign directory = %v, want *UnsafeDirError", err)
 	}
 }
 
 func TestStateDirThatIsAFileIsRefused(t *testing.T) {
-	path := filepath.Join(mgmttest.NewStateDir(t), "file")
+	path := filepath.Join(newStateDir(t), "file")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := management.PrepareStateDir(path); err == nil {
+	if err := statedir.Prepare(path); err == nil {
 		t.Fatal("PrepareStateDir accepted a regular file")
 	}
 }
 
 func TestLockExclusionNamesHolder(t *testing.T) {
-	dir := mgmttest.NewStateDir(t)
-	first, err := management.AcquireLock(dir)
+	dir := newStateDir(t)
+	first, err := statedir.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, management.LockFile))
+	b, err := os.ReadFile(filepath.Join(dir, statedir.LockFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
 		t.Fatalf("lock file holds %q, want our pid %d", b, os.Getpid())
 	}
-	_, err = management.AcquireLock(dir)
-	var held *management.LockHeldError
+	_, err = statedir.AcquireLock(dir)
+	var held *statedir.LockHeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("second AcquireLock = %v, want *LockHeldError", err)
 	}
@@ -135,7 +134,7 @@ func TestLockExclusionNamesHolder(t *testing.T) {
 	if first.Held() {
 		t.Fatal("lock still held after Close")
 	}
-	again, err := management.AcquireLock(dir)
+	again, err := statedir.AcquireLock(dir)
 	if err != nil {
 		t.Fatalf("AcquireLock after release: %v", err)
 	}
@@ -143,10 +142,10 @@ func TestLockExclusionNamesHolder(t *testing.T) {
 }
 
 func TestListenSocketMode(t *testing.T) {
-	dir := mgmttest.NewStateDir(t)
+	dir := newStateDir(t)
 	lock := mustLock(t, dir)
-	sock := filepath.Join(dir, management.SocketName)
-	l, err := management.Listen(sock, lock)
+	sock := filepath.Join(dir, statedir.SocketName)
+	l, err := statedir.Listen(sock, lock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,9 +159,9 @@ func TestListenSocketMode(t *testing.T) {
 	}
 }
 
-func mustLock(t *testing.T, dir string) *management.Lock {
+func mustLock(t *testing.T, dir string) *statedir.Lock {
 	t.Helper()
-	lock, err := management.AcquireLock(dir)
+	lock, err := statedir.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,17 +185,17 @@ func leaveStaleSocket(t *testing.T, path string) {
 }
 
 func TestStaleSocketReplacedOnlyUnderLock(t *testing.T) {
-	dir := mgmttest.NewStateDir(t)
-	sock := filepath.Join(dir, management.SocketName)
+	dir := newStateDir(t)
+	sock := filepath.Join(dir, statedir.SocketName)
 	leaveStaleSocket(t, sock)
 
 	// Without the lock (never taken, or released), nothing is touched.
 	lock := mustLock(t, dir)
 	lock.Close()
-	if _, err := management.Listen(sock, lock); err == nil || !strings.Contains(err.Error(), "lock") {
+	if _, err := statedir.Listen(sock, lock); err == nil || !strings.Contains(err.Error(), "lock") {
 		t.Fatalf("Listen with a released lock = %v, want a refusal naming the lock", err)
 	}
-	if _, err := management.Listen(sock, nil); err == nil {
+	if _, err := statedir.Listen(sock, nil); err == nil {
 		t.Fatal("Listen without a lock succeeded")
 	}
 	if _, err := os.Lstat(sock); err != nil {
@@ -204,7 +203,7 @@ func TestStaleSocketReplacedOnlyUnderLock(t *testing.T) {
 	}
 
 	lock = mustLock(t, dir)
-	l, err := management.Listen(sock, lock)
+	l, err := statedir.Listen(sock, lock)
 	if err != nil {
 		t.Fatalf("Listen over a stale socket under the lock: %v", err)
 	}
@@ -217,13 +216,13 @@ func TestStaleSocketReplacedOnlyUnderLock(t *testing.T) {
 }
 
 func TestListenRefusesWhatIsNotOurSocket(t *testing.T) {
-	dir := mgmttest.NewStateDir(t)
+	dir := newStateDir(t)
 	lock := mustLock(t, dir)
 	file := filepath.Join(dir, "not-a-socket")
 	if err := os.WriteFile(file, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := management.Listen(file, lock); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := statedir.Listen(file, lock); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("Listen over a regular file = %v, want a refusal", err)
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "keep me" {
@@ -238,7 +237,7 @@ func TestListenRefusesWhatIsNotOurSocket(t *testing.T) {
 	if err := os.Lchown(foreign, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := management.Listen(foreign, lock); err == nil || !strings.Contains(err.Error(), "another user") {
+	if _, err := statedir.Listen(foreign, lock); err == nil || !strings.Contains(err.Error(), "another user") {
 		t.Fatalf("Listen over a foreign socket = %v, want a refusal", err)
 	}
 	if _, err := os.Lstat(foreign); err != nil {
@@ -247,10 +246,10 @@ func TestListenRefusesWhatIsNotOurSocket(t *testing.T) {
 }
 
 func TestListenRefusesLongPath(t *testing.T) {
-	dir := mgmttest.NewStateDir(t)
+	dir := newStateDir(t)
 	lock := mustLock(t, dir)
-	long := filepath.Join(dir, strings.Repeat("d", management.MaxSocketPath), management.SocketName)
-	_, err := management.Listen(long, lock)
+	long := filepath.Join(dir, strings.Repeat("d", statedir.MaxSocketPath), statedir.SocketName)
+	_, err := statedir.Listen(long, lock)
 	if err == nil {
 		t.Fatal("Listen accepted an over-long path")
 	}
@@ -258,13 +257,25 @@ func TestListenRefusesLongPath(t *testing.T) {
 		t.Fatalf("error %q does not name the path and ask for a shorter state directory", err)
 	}
 	// Exactly at the limit is fine.
-	exact := filepath.Join(dir, strings.Repeat("s", management.MaxSocketPath-len(dir)-1))
-	if len(exact) != management.MaxSocketPath {
+	exact := filepath.Join(dir, strings.Repeat("s", statedir.MaxSocketPath-len(dir)-1))
+	if len(exact) != statedir.MaxSocketPath {
 		t.Fatalf("test path is %d bytes", len(exact))
 	}
-	l, err := management.Listen(exact, lock)
+	l, err := statedir.Listen(exact, lock)
 	if err != nil {
-		t.Fatalf("Listen at exactly %d bytes: %v", management.MaxSocketPath, err)
+		t.Fatalf("Listen at exactly %d bytes: %v", statedir.MaxSocketPath, err)
 	}
 	l.Close()
+}
+
+// newStateDir makes a short owner-only directory (short enough for a
+// socket path) removed when the test ends.
+func newStateDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "oc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -1,8 +1,9 @@
-package management
+package httpapi
 
 import (
 	"errors"
 	"fmt"
+	"github.com/open-conduit/open-conduit/api"
 	"strings"
 	"testing"
 
@@ -37,8 +38,8 @@ func TestClassify(t *testing.T) {
 		{ErrCursorExpired, 422, "cursor_expired"},
 		{ErrIdempotencyKeyRequired, 400, "idempotency_key_required"},
 		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
-		{runtimeErr(fmt.Errorf("emit: %w", kernel.ErrCausalDepthExceeded), false), 422, "causal_depth_exceeded"},
-		{runtimeErr(kernel.ErrCausalRateExceeded, true), 429, "causal_rate_exceeded"},
+		{fmt.Errorf("emit: %w", kernel.ErrCausalDepthExceeded), 422, "causal_depth_exceeded"},
+		{kernel.ErrCausalRateExceeded, 429, "causal_rate_exceeded"},
 		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
 		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
 		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},
@@ -47,7 +48,7 @@ func TestClassify(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {
-		status, code, msg, _ := classify(tc.err)
+		status, code, msg, _ := classify(tc.err, false)
 		if status != tc.status || code != tc.code {
 			t.Errorf("classify(%v) = %d %s, want %d %s", tc.err, status, code, tc.status, tc.code)
 		}
@@ -67,13 +68,13 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestRuntimeErr: the toolbelt keeps a refusal of authority bare (the
+// TestKernelErr: the toolbelt keeps a refusal of authority bare (the
 // sentinel's generic message, never the runtime's precise reason), while an
 // operator control names it; both keep a shape refusal's message.
-func TestRuntimeErr(t *testing.T) {
+func TestKernelErr(t *testing.T) {
 	stale := &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: kernel.ErrStaleEpoch.Kind, Message: "epoch 1 of execution exe_1 is not the live one"}
 	for _, bare := range []bool{true, false} {
-		_, code, msg, _ := classify(runtimeErr(stale, bare))
+		_, code, msg, _ := classify(stale, bare)
 		if code != "forbidden" {
 			t.Fatalf("bare=%v: code %s, want forbidden", bare, code)
 		}
@@ -83,8 +84,18 @@ func TestRuntimeErr(t *testing.T) {
 	}
 	bad := &kernel.Error{Code: kernel.ErrInvalidEvent.Code, Kind: kernel.ErrInvalidEvent.Kind, Message: "type must be namespaced"}
 	for _, bare := range []bool{true, false} {
-		if _, code, msg, _ := classify(runtimeErr(bad, bare)); code != "invalid_request" || msg != bad.Message {
+		if _, code, msg, _ := classify(bad, bare); code != "invalid_request" || msg != bad.Message {
 			t.Fatalf("bare=%v: %s %q", bare, code, msg)
+		}
+	}
+}
+
+// The api package's statuses are the server's: every code the one table
+// maps has the same status in api.Status.
+func TestAPIStatusesAreTheServers(t *testing.T) {
+	for code, status := range codeStatus {
+		if got, ok := api.Status(string(code)); !ok || got != status {
+			t.Errorf("api.Status(%s) = %d, %v; the server sends %d", code, got, ok, status)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package management
+package statedir
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ const SocketName = "management.sock"
 // to mode 0600. Paths longer than MaxSocketPath bytes are refused.
 func Listen(path string, lock *Lock) (*net.UnixListener, error) {
 	if !lock.Held() {
-		return nil, errors.New("management: Listen needs the state directory's lock; acquire it first")
+		return nil, errors.New("statedir: Listen needs the state directory's lock; acquire it first")
 	}
 	if len(path) > MaxSocketPath {
 		return nil, fmt.Errorf("socket path %s is %d bytes, longer than the %d a Unix socket allows; use a shorter state directory (--state DIR)", path, len(path), MaxSocketPath)

@@ -1,4 +1,4 @@
-package management
+package httpapi
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/open-conduit/open-conduit/extension"
-	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 )
 
@@ -78,7 +77,7 @@ func (c Code) Status() int {
 }
 
 // Sentinel errors of this package. Backends and handlers wrap them (or the
-// sentinels of package extension) with %w; writeError maps them with
+// sentinels of package extension) with %w; the error writer maps them with
 // errors.Is.
 var (
 	ErrForbiddenRole          = errors.New("forbidden role")
@@ -96,33 +95,39 @@ var (
 	ErrCursorExpired          = errors.New("cursor expired")
 )
 
-// sentinels maps sentinel errors to codes, in the order they are tried:
-// ErrAuthorityReleased wraps ErrUnauthorized, so it comes first.
+// sentinels is the one table from a sentinel error to its code and its
+// generic message, in the order the sentinels are tried:
+// ErrAuthorityReleased wraps ErrUnauthorized, so it comes first. A
+// kernel.Error (the kernel's and the toolbelt's refusals) is mapped by the
+// sentinel it unwraps to, keeping its own message, except that a refusal of
+// authority (authority set) on a socket that keeps them bare answers only
+// the generic message.
 var sentinels = []struct {
-	err  error
-	code Code
-	msg  string
+	err       error
+	code      Code
+	msg       string
+	authority bool
 }{
-	{extension.ErrAuthorityReleased, CodeAuthorityReleased, "this token's segment already declared a wait or an outcome; its authority is released"},
-	{extension.ErrUnauthorized, CodeUnauthorized, "a valid operator bearer token is required"},
-	{ErrWrongCredentialClass, CodeWrongCredentialClass, "this credential class is not accepted on this socket"},
-	{ErrForbiddenRole, CodeForbiddenRole, "your credential's role does not allow this request"},
-	{extension.ErrForbidden, CodeForbidden, "this request is outside your authority"},
-	{extension.ErrNotFound, CodeNotFound, "no such record; check the id"},
-	{ErrMethodNotAllowed, CodeMethodNotAllowed, "this path does not accept that method"},
-	{ErrIdempotencyConflict, CodeIdempotencyConflict, "this Idempotency-Key was already used for a different request; use a new key"},
-	{extension.ErrRequestConflict, CodeRequestConflict, "this request id was already used with a different body; use a new request id"},
-	{ErrScopeInUse, CodeScopeInUse, "the scope still has unfinished Work; finish or cancel it first"},
-	{ErrStaleGeneration, CodeStaleGeneration, "the configuration changed since you read it; read it again and retry"},
-	{extension.ErrConflict, CodeConflict, "the request conflicts with the current state"},
-	{ErrPayloadTooLarge, CodePayloadTooLarge, "the request body is larger than 1 MiB"},
-	{ErrUnsupportedMediaType, CodeUnsupportedMediaType, "send the body as Content-Type: application/json"},
-	{ErrIdempotencyKeyRequired, CodeIdempotencyKeyRequired, "this request needs an Idempotency-Key header; send a fresh unique key and reuse it only to retry the same request"},
-	{ErrInvalidConfig, CodeInvalidConfig, "the configuration does not validate"},
-	{ErrInvalidCursor, CodeInvalidCursor, "the cursor is not valid; start the listing again without a cursor"},
-	{ErrCursorMismatch, CodeCursorMismatch, "the cursor belongs to another listing or other filters; start again without a cursor"},
-	{ErrCursorExpired, CodeCursorExpired, "the cursor has expired; start the listing again without a cursor"},
-	{extension.ErrInvalid, CodeInvalidRequest, "the request is not valid"},
+	{extension.ErrAuthorityReleased, CodeAuthorityReleased, "this token's segment already declared a wait or an outcome; its authority is released", true},
+	{extension.ErrUnauthorized, CodeUnauthorized, "a valid operator bearer token is required", true},
+	{ErrWrongCredentialClass, CodeWrongCredentialClass, "this credential class is not accepted on this socket", false},
+	{ErrForbiddenRole, CodeForbiddenRole, "your credential's role does not allow this request", false},
+	{extension.ErrForbidden, CodeForbidden, "this request is outside your authority", true},
+	{extension.ErrNotFound, CodeNotFound, "no such record; check the id", false},
+	{ErrMethodNotAllowed, CodeMethodNotAllowed, "this path does not accept that method", false},
+	{ErrIdempotencyConflict, CodeIdempotencyConflict, "this Idempotency-Key was already used for a different request; use a new key", false},
+	{extension.ErrRequestConflict, CodeRequestConflict, "this request id was already used with a different body; use a new request id", false},
+	{ErrScopeInUse, CodeScopeInUse, "the scope still has unfinished Work; finish or cancel it first", false},
+	{ErrStaleGeneration, CodeStaleGeneration, "the configuration changed since you read it; read it again and retry", false},
+	{extension.ErrConflict, CodeConflict, "the request conflicts with the current state", false},
+	{ErrPayloadTooLarge, CodePayloadTooLarge, "the request body is larger than 1 MiB", false},
+	{ErrUnsupportedMediaType, CodeUnsupportedMediaType, "send the body as Content-Type: application/json", false},
+	{ErrIdempotencyKeyRequired, CodeIdempotencyKeyRequired, "this request needs an Idempotency-Key header; send a fresh unique key and reuse it only to retry the same request", false},
+	{ErrInvalidConfig, CodeInvalidConfig, "the configuration does not validate", false},
+	{ErrInvalidCursor, CodeInvalidCursor, "the cursor is not valid; start the listing again without a cursor", false},
+	{ErrCursorMismatch, CodeCursorMismatch, "the cursor belongs to another listing or other filters; start again without a cursor", false},
+	{ErrCursorExpired, CodeCursorExpired, "the cursor has expired; start the listing again without a cursor", false},
+	{extension.ErrInvalid, CodeInvalidRequest, "the request is not valid", false},
 }
 
 // Error is a refusal whose message is safe to show the caller: it was
@@ -133,9 +138,15 @@ type Error struct {
 	Code    Code
 	Message string
 	Err     error
-	// Diagnostics, for invalid_config, are the configuration's problems;
-	// they go into the envelope (they never hold a configured value).
-	Diagnostics []config.Diagnostic
+	// Diagnostics, for invalid_config, are the configuration's problems
+	// (a []config.Diagnostic); they go into the envelope as they are, and
+	// never hold a configured value.
+	Diagnostics any
+	// Header is sent with the envelope, for a refusal that the protocol
+	// answers with a header of its own (Content-Range on a refused range,
+	// Retry-After). Content-Type, Cache-Control and ETag are the
+	// envelope's and are not taken from here.
+	Header http.Header
 }
 
 func (e *Error) Error() string {
@@ -165,69 +176,30 @@ type envelope struct {
 }
 
 type envelopeBody struct {
-	Code        string              `json:"code"`
-	Message     string              `json:"message"`
-	Diagnostics []config.Diagnostic `json:"diagnostics,omitempty"`
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Diagnostics any    `json:"diagnostics,omitempty"`
 }
 
-// runtimeCodes are the runtime refusals that keep their own code in the
+// kernelCodes are the kernel's refusals that keep their own code in the
 // envelope, because a caller acts on them differently from a malformed
 // request: a causal bound means the chain of events must stop (or slow
 // down), not that the request should be corrected.
-var runtimeCodes = map[string]struct {
+var kernelCodes = map[string]struct {
 	code Code
-	msg  string // when the runtime gave none
+	msg  string // when the kernel gave none
 }{
 	kernel.ErrCausalDepthExceeded.Code: {CodeCausalDepthExceeded, "this event chain is as deep as the configuration allows (limits.causal_max_depth); start a new root instead of deriving from this one"},
 	kernel.ErrCausalRateExceeded.Code:  {CodeCausalRateExceeded, "this event chain emitted as many events this minute as the configuration allows (limits.causal_per_minute); slow down"},
 }
 
-// runtimeErr gives a runtime refusal the API's code for its kind (or its
-// own, for those in runtimeCodes), keeping the runtime's message. With
-// bare, refusals of authority keep only their sentinel's generic message:
-// the toolbelt tells a caller whose token failed a check nothing more.
-func runtimeErr(err error, bare bool) error {
-	var re *kernel.Error
-	if !errors.As(err, &re) {
-		return err
-	}
-	if rc, ok := runtimeCodes[re.Code]; ok {
-		msg := re.Message
-		if msg == "" {
-			msg = rc.msg
-		}
-		return Wrap(rc.code, err, msg)
-	}
-	kinds := []struct {
-		kind error
-		code Code
-		auth bool
-	}{
-		{extension.ErrAuthorityReleased, CodeAuthorityReleased, true},
-		{extension.ErrUnauthorized, CodeUnauthorized, true},
-		{extension.ErrForbidden, CodeForbidden, true},
-		{extension.ErrRequestConflict, CodeRequestConflict, false},
-		{extension.ErrNotFound, CodeNotFound, false},
-		{extension.ErrConflict, CodeConflict, false},
-		{extension.ErrInvalid, CodeInvalidRequest, false},
-	}
-	for _, k := range kinds {
-		if !errors.Is(err, k.kind) {
-			continue
-		}
-		if k.auth && bare {
-			return err
-		}
-		return Wrap(k.code, err, re.Message)
-	}
-	return err
-}
-
 // classify maps an error to its status, code and safe message. It is the
-// only place that decides what an error means to the caller. known is
-// false for an error that matched nothing: a 500 whose text the caller
-// never sees.
-func classify(err error) (status int, code, message string, known bool) {
+// only place that decides what an error means to the caller. With bare, a
+// kernel refusal of authority keeps only its sentinel's generic message:
+// the toolbelt tells a caller whose token failed a check nothing more,
+// while an operator control names the reason. known is false for an error
+// that matched nothing: a 500 whose text the caller never sees.
+func classify(err error, bare bool) (status int, code, message string, known bool) {
 	var pe *Error
 	if errors.As(err, &pe) {
 		c := pe.Code
@@ -235,6 +207,26 @@ func classify(err error) (status int, code, message string, known bool) {
 			return http.StatusInternalServerError, string(CodeInternal), internalMessage, false
 		}
 		return c.Status(), string(c), pe.Message, true
+	}
+	var ke *kernel.Error
+	if errors.As(err, &ke) {
+		if kc, ok := kernelCodes[ke.Code]; ok {
+			msg := ke.Message
+			if msg == "" {
+				msg = kc.msg
+			}
+			return kc.code.Status(), string(kc.code), msg, true
+		}
+		for _, s := range sentinels {
+			if !errors.Is(err, s.err) {
+				continue
+			}
+			msg := ke.Message
+			if msg == "" || (s.authority && bare) {
+				msg = s.msg
+			}
+			return s.code.Status(), string(s.code), msg, true
+		}
 	}
 	var oe *extension.OperationError
 	if errors.As(err, &oe) {

@@ -1,4 +1,4 @@
-package management
+package configsvc
 
 import (
 	"bytes"
@@ -18,15 +18,15 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/atomicfile"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
-var _ kernel.RouteProvider = (*ConfigService)(nil)
+var _ kernel.RouteProvider = (*Service)(nil)
 
 // Files of the configuration under the state directory.
 const (
@@ -49,8 +49,8 @@ const (
 	ActorAdoption   = "host:adoption"
 )
 
-// ConfigOptions configure the config service.
-type ConfigOptions struct {
+// Options configure the config service.
+type Options struct {
 	// Store is coordination storage (required).
 	Store storage.Store
 	// StateDir is the state directory (required).
@@ -68,12 +68,12 @@ type ConfigOptions struct {
 	Logger *slog.Logger
 }
 
-// ConfigService owns the configuration's generations: it restores the
+// Service owns the configuration's generations: it restores the
 // committed one at start, validates, applies (atomic save, then publish
 // in one transaction) and hands pinned generations to the host. A disk edit
 // alone never changes what runs: only Restore's adoption and Apply publish.
-type ConfigService struct {
-	opts ConfigOptions
+type Service struct {
+	opts Options
 	reg  *config.Registry
 	log  *slog.Logger
 
@@ -90,35 +90,35 @@ type activeGeneration struct {
 	gen  storage.Generation
 }
 
-// NewConfigService checks the options and returns the service; call
-// Restore before anything else.
-func NewConfigService(opts ConfigOptions) (*ConfigService, error) {
+// New checks the options and returns the service; call Restore before
+// anything else.
+func New(opts Options) (*Service, error) {
 	switch {
 	case opts.Store == nil || opts.StateDir == "":
-		return nil, errors.New("management: ConfigOptions need a Store and a StateDir")
+		return nil, errors.New("configsvc: Options need a Store and a StateDir")
 	case opts.Registry == nil:
-		return nil, errors.New("management: ConfigOptions need a Registry (the release's is bootstrap.ReleaseRegistry)")
+		return nil, errors.New("configsvc: Options need a Registry (the release's is bootstrap.ReleaseRegistry)")
 	case opts.Clock == nil:
-		return nil, errors.New("management: ConfigOptions need a Clock")
+		return nil, errors.New("configsvc: Options need a Clock")
 	case opts.Logger == nil:
-		return nil, errors.New("management: ConfigOptions need a Logger")
+		return nil, errors.New("configsvc: Options need a Logger")
 	}
-	return &ConfigService{opts: opts, reg: opts.Registry, log: opts.Logger, pinned: map[int64]*config.Snapshot{}}, nil
+	return &Service{opts: opts, reg: opts.Registry, log: opts.Logger, pinned: map[int64]*config.Snapshot{}}, nil
 }
 
 // ConfigPath is <state>/config.json.
-func (s *ConfigService) ConfigPath() string { return filepath.Join(s.opts.StateDir, ConfigFileName) }
+func (s *Service) ConfigPath() string { return filepath.Join(s.opts.StateDir, ConfigFileName) }
 
-func (s *ConfigService) generationsDir() string {
-	return filepath.Join(s.opts.StateDir, PrivateDir, GenerationsDir)
+func (s *Service) generationsDir() string {
+	return filepath.Join(s.opts.StateDir, statedir.PrivateDir, GenerationsDir)
 }
 
-func (s *ConfigService) documentPath(hash string) string {
+func (s *Service) documentPath(hash string) string {
 	return filepath.Join(s.generationsDir(), hash+".json")
 }
 
 // Active returns the active generation's snapshot (nil before Restore).
-func (s *ConfigService) Active() *config.Snapshot {
+func (s *Service) Active() *config.Snapshot {
 	if a := s.active.Load(); a != nil {
 		return a.snap
 	}
@@ -127,7 +127,7 @@ func (s *ConfigService) Active() *config.Snapshot {
 
 // ActiveGeneration returns the active generation's record: number, hash,
 // redacted normalized configuration, actor and time.
-func (s *ConfigService) ActiveGeneration() (storage.Generation, bool) {
+func (s *Service) ActiveGeneration() (storage.Generation, bool) {
 	if a := s.active.Load(); a != nil {
 		return a.gen, true
 	}
@@ -136,29 +136,29 @@ func (s *ConfigService) ActiveGeneration() (storage.Generation, bool) {
 
 // Generation returns the active generation's number; it makes the service
 // the health route's backend.
-func (s *ConfigService) Generation(context.Context) (int64, error) {
+func (s *Service) Generation(context.Context) (int64, error) {
 	a := s.active.Load()
 	if a == nil {
-		return 0, errors.New("management: no configuration is active yet")
+		return 0, errors.New("configsvc: no configuration is active yet")
 	}
 	return a.gen.Number, nil
 }
 
 // Registry is the registry configurations are validated against.
-func (s *ConfigService) Registry() *config.Registry { return s.reg }
+func (s *Service) Registry() *config.Registry { return s.reg }
 
 // OnApply registers fn to run, in order, with each snapshot that becomes
 // active after Restore (an apply). Hooks run one at a time, after the
 // generation committed; they must not call Apply. Restore calls none: read
 // Active after it.
-func (s *ConfigService) OnApply(fn func(*config.Snapshot)) {
+func (s *Service) OnApply(fn func(*config.Snapshot)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hooks = append(s.hooks, fn)
 }
 
 // Validate checks data against the service's registry, without any effect.
-func (s *ConfigService) Validate(data []byte) (*config.Snapshot, config.Result) {
+func (s *Service) Validate(data []byte) (*config.Snapshot, config.Result) {
 	return config.Validate(data, s.reg)
 }
 
@@ -193,7 +193,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // readConfigFile reads and validates <state>/config.json. exists is false
 // when there is no file.
-func (s *ConfigService) readConfigFile() (data []byte, snap *config.Snapshot, exists bool, err error) {
+func (s *Service) readConfigFile() (data []byte, snap *config.Snapshot, exists bool, err error) {
 	path := s.ConfigPath()
 	data, err = config.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -218,7 +218,7 @@ func (s *ConfigService) readConfigFile() (data []byte, snap *config.Snapshot, ex
 // validates (the adoption is logged); otherwise Restore fails naming both
 // problems. A config file that differs from a valid committed generation
 // changes nothing (it is logged): only apply publishes it.
-func (s *ConfigService) Restore(ctx context.Context) error {
+func (s *Service) Restore(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latest, err := s.opts.Store.LatestGeneration(ctx)
@@ -226,7 +226,7 @@ func (s *ConfigService) Restore(ctx context.Context) error {
 		return s.firstStart(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("management: read the committed configuration generation: %w", err)
+		return fmt.Errorf("configsvc: read the committed configuration generation: %w", err)
 	}
 	snap, committedErr := s.loadGeneration(latest)
 	fileData, fileSnap, fileExists, fileErr := s.readConfigFile()
@@ -254,7 +254,7 @@ func (s *ConfigService) Restore(ctx context.Context) error {
 	return nil
 }
 
-func (s *ConfigService) firstStart(ctx context.Context) error {
+func (s *Service) firstStart(ctx context.Context) error {
 	data, snap, exists, err := s.readConfigFile()
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func (s *ConfigService) firstStart(ctx context.Context) error {
 
 // loadGeneration validates a committed generation's document again with
 // this release's registry.
-func (s *ConfigService) loadGeneration(g storage.Generation) (*config.Snapshot, error) {
+func (s *Service) loadGeneration(g storage.Generation) (*config.Snapshot, error) {
 	data, err := s.readDocument(g.Hash)
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func (s *ConfigService) loadGeneration(g storage.Generation) (*config.Snapshot, 
 // readDocument returns the document whose canonical hash is hash: the
 // private copy written when it was published, else the config file or its
 // backup when either holds it.
-func (s *ConfigService) readDocument(hash string) ([]byte, error) {
+func (s *Service) readDocument(hash string) ([]byte, error) {
 	candidates := []string{s.documentPath(hash), s.ConfigPath(), s.ConfigPath() + LastGoodSuffix}
 	for _, path := range candidates {
 		data, err := config.ReadFile(path)
@@ -330,7 +330,7 @@ func canonicalHash(data []byte) (string, bool) {
 // after+1 with its redacted snapshot and the changed scope records in one
 // transaction, and makes it active. after is the generation expected to
 // be the latest (0 for none); the transaction refuses otherwise.
-func (s *ConfigService) publish(ctx context.Context, data []byte, snap *config.Snapshot, after int64, actor string) (storage.Generation, error) {
+func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapshot, after int64, actor string) (storage.Generation, error) {
 	if err := s.writeDocument(snap.Hash, data); err != nil {
 		return storage.Generation{}, err
 	}
@@ -359,7 +359,7 @@ func (s *ConfigService) publish(ctx context.Context, data []byte, snap *config.S
 	return gen, nil
 }
 
-func (s *ConfigService) setActive(snap *config.Snapshot, gen storage.Generation) {
+func (s *Service) setActive(snap *config.Snapshot, gen storage.Generation) {
 	s.active.Store(&activeGeneration{snap: snap, gen: gen})
 	s.pinMu.Lock()
 	s.pinned[gen.Number] = snap
@@ -367,8 +367,8 @@ func (s *ConfigService) setActive(snap *config.Snapshot, gen storage.Generation)
 }
 
 func staleGeneration(expected int64) error {
-	return Wrap(CodeStaleGeneration, ErrStaleGeneration,
-		fmt.Sprintf("the active configuration is no longer generation %d; read it again (open-conduit config get) and apply against the current generation", expected))
+	return &Refusal{Kind: ErrStaleGeneration,
+		Message: fmt.Sprintf("the active configuration is no longer generation %d; read it again (open-conduit config get) and apply against the current generation", expected)}
 }
 
 // checkScopesInUse refuses to remove or reparent a scope that still has
@@ -403,8 +403,8 @@ func checkScopesInUse(ctx context.Context, rd storage.Reader, prev, next *config
 	if len(busy) == 0 {
 		return nil
 	}
-	return Wrap(CodeScopeInUse, ErrScopeInUse,
-		"scope "+strings.Join(busy, ", ")+" still has unfinished Work; let it finish or cancel it (open-conduit work list --scope ID), then apply again")
+	return &Refusal{Kind: ErrScopeInUse,
+		Message: "scope " + strings.Join(busy, ", ") + " still has unfinished Work; let it finish or cancel it (open-conduit work list --scope ID), then apply again"}
 }
 
 // putScopeRecords writes the record of every scope whose metadata the new
@@ -469,18 +469,16 @@ type ApplyResult struct {
 	Warnings   []config.Warning
 }
 
-// InvalidConfig is the refusal of a configuration that does not validate,
+// invalidConfig is the refusal of a configuration that does not validate,
 // carrying its diagnostics.
-func InvalidConfig(diags []config.Diagnostic) *Error {
+func invalidConfig(diags []config.Diagnostic) *Refusal {
 	n := len(diags)
 	plural := "s"
 	if n == 1 {
 		plural = ""
 	}
-	e := Wrap(CodeInvalidConfig, ErrInvalidConfig,
-		fmt.Sprintf("the configuration does not validate (%d problem%s; see diagnostics); fix them and send it again", n, plural))
-	e.Diagnostics = diags
-	return e
+	return &Refusal{Kind: ErrInvalidConfig, Diagnostics: diags,
+		Message: fmt.Sprintf("the configuration does not validate (%d problem%s; see diagnostics); fix them and send it again", n, plural)}
 }
 
 // Apply publishes a configuration: revalidate it and check the candidate
@@ -492,20 +490,20 @@ func InvalidConfig(diags []config.Diagnostic) *Error {
 // before that commit keeps the old generation. Removing or reparenting a
 // scope with nonterminal Work is scope_in_use. The OnApply hooks run after
 // the commit.
-func (s *ConfigService) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
+func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	snap, res := s.Validate(req.Config)
 	if !res.Valid() {
-		return ApplyResult{}, InvalidConfig(res.Diagnostics)
+		return ApplyResult{}, invalidConfig(res.Diagnostics)
 	}
 	if req.ExpectedHash != "" && req.ExpectedHash != snap.Hash {
-		return ApplyResult{}, Wrap(CodeConflict, extension.ErrConflict,
-			"the configuration's hash is not the expected hash: it changed since it was validated; validate it again and apply the hash it returns")
+		return ApplyResult{}, &Refusal{Kind: ErrHashMismatch,
+			Message: "the configuration's hash is not the expected hash: it changed since it was validated; validate it again and apply the hash it returns"}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.active.Load()
 	if cur == nil {
-		return ApplyResult{}, errors.New("management: Apply before Restore")
+		return ApplyResult{}, errors.New("configsvc: Apply before Restore")
 	}
 	if req.ExpectedGeneration != cur.gen.Number {
 		return ApplyResult{}, staleGeneration(req.ExpectedGeneration)
@@ -535,12 +533,12 @@ func (s *ConfigService) Apply(ctx context.Context, req ApplyRequest) (ApplyResul
 // save writes data to <state>/config.json atomically after keeping the
 // document of the active generation (activeHash) as config.json.last-good.
 // undo puts back what the file held before.
-func (s *ConfigService) save(data []byte, activeHash string) (undo func() error, err error) {
+func (s *Service) save(data []byte, activeHash string) (undo func() error, err error) {
 	path := s.ConfigPath()
 	before, readErr := os.ReadFile(path)
 	hadFile := readErr == nil
 	if readErr != nil && !errors.Is(readErr, fs.ErrNotExist) {
-		return nil, fmt.Errorf("management: read %s before replacing it: %w", path, readErr)
+		return nil, fmt.Errorf("configsvc: read %s before replacing it: %w", path, readErr)
 	}
 	if prev, err := s.readDocument(activeHash); err == nil {
 		if err := writeFileAtomic(path+LastGoodSuffix, prev); err != nil {
@@ -558,11 +556,11 @@ func (s *ConfigService) save(data []byte, activeHash string) (undo func() error,
 	}, nil
 }
 
-func (s *ConfigService) writeDocument(hash string, data []byte) error {
-	if err := ensurePrivateSubdir(filepath.Join(s.opts.StateDir, PrivateDir)); err != nil {
+func (s *Service) writeDocument(hash string, data []byte) error {
+	if err := statedir.EnsurePrivateSubdir(filepath.Join(s.opts.StateDir, statedir.PrivateDir)); err != nil {
 		return err
 	}
-	if err := ensurePrivateSubdir(s.generationsDir()); err != nil {
+	if err := statedir.EnsurePrivateSubdir(s.generationsDir()); err != nil {
 		return err
 	}
 	return writeFileAtomic(s.documentPath(hash), data)
@@ -580,7 +578,7 @@ func writeFileAtomic(path string, data []byte) error {
 // Snapshot returns the snapshot of a committed generation, as the
 // attempts pinned to it see it: the active one, or an older one restored
 // from storage and validated again with this release on first use.
-func (s *ConfigService) Snapshot(ctx context.Context, generation int64) (*config.Snapshot, error) {
+func (s *Service) Snapshot(ctx context.Context, generation int64) (*config.Snapshot, error) {
 	s.pinMu.Lock()
 	snap, ok := s.pinned[generation]
 	s.pinMu.Unlock()
@@ -593,7 +591,7 @@ func (s *ConfigService) Snapshot(ctx context.Context, generation int64) (*config
 	}
 	snap, err = s.loadGeneration(g)
 	if err != nil {
-		return nil, fmt.Errorf("management: configuration generation %d cannot be used: %w", generation, err)
+		return nil, fmt.Errorf("configsvc: configuration generation %d cannot be used: %w", generation, err)
 	}
 	s.pinMu.Lock()
 	defer s.pinMu.Unlock()
@@ -607,7 +605,7 @@ func (s *ConfigService) Snapshot(ctx context.Context, generation int64) (*config
 // Routes returns the routes of scope in the active generation, adapted for
 // the runtime's router; the service is a kernel.RouteProvider that follows
 // every apply without being rebuilt. An inactive or unknown scope has none.
-func (s *ConfigService) Routes(_ context.Context, scope string) ([]kernel.Route, error) {
+func (s *Service) Routes(_ context.Context, scope string) ([]kernel.Route, error) {
 	snap := s.Active()
 	if snap == nil {
 		return nil, nil

@@ -1,4 +1,4 @@
-package management_test
+package toolbeltapi_test
 
 import (
 	"context"
@@ -273,29 +273,4 @@ func TestExecutionSocketAuthorityReleased(t *testing.T) {
 	wantCode(t, err, osclient.CodeAuthorityReleased)
 	_, err = c.Guidance(ctx)
 	wantCode(t, err, osclient.CodeAuthorityReleased)
-}
-
-// TestExecutionTokenOnManagementSocket: an execution token is
-// wrong_credential_class on every route of the management socket.
-func TestExecutionTokenOnManagementSocket(t *testing.T) {
-	b := setupExecution(t)
-	for _, rt := range b.h.Server.Routes() {
-		path := strings.ReplaceAll(rt.Pattern, "{id}", "x")
-		body := ""
-		if rt.Method == "POST" {
-			body = "{}"
-		}
-		r := rawOn(t, b.h.Socket, rt.Method, path, b.a.Token, body)
-		if r.status != http.StatusForbidden || r.code() != "wrong_credential_class" {
-			t.Errorf("%s %s with an execution token = %d %s", rt.Method, path, r.status, r.code())
-		}
-	}
-	// Once the toolbelt revokes it, it is just unknown there.
-	if err := b.tb.Revoke(context.Background(), b.a.TokenID); err != nil {
-		t.Fatal(err)
-	}
-	r := rawOn(t, b.h.Socket, "GET", "/v1/health", b.a.Token, "")
-	if r.status != http.StatusUnauthorized {
-		t.Errorf("a revoked execution token = %d %s", r.status, r.code())
-	}
 }

@@ -1,4 +1,4 @@
-package management
+package statedir
 
 import (
 	"errors"
@@ -29,11 +29,11 @@ func (e *UnsafeDirError) Error() string {
 	return fmt.Sprintf("refusing state directory %s: %s; %s", e.Path, e.Reason, e.Fix)
 }
 
-// PrepareStateDir creates the state directory (and missing parents) with
+// Prepare creates the state directory (and missing parents) with
 // mode 0700 and checks that it is safe: a directory, owned by the effective
 // user, with no group or world access. A refusal is an *UnsafeDirError
 // naming the path and the fix.
-func PrepareStateDir(path string) error {
+func Prepare(path string) error {
 	if path == "" {
 		return errors.New("no state directory given: pass --state DIR or set OPEN_CONDUIT_STATE")
 	}
@@ -167,8 +167,8 @@ func (l *Lock) Close() error {
 	return err
 }
 
-// ensurePrivateSubdir creates dir (0700) under a held lock and checks it.
-func ensurePrivateSubdir(dir string) error {
+// EnsurePrivateSubdir creates dir (0700) under a held lock and checks it.
+func EnsurePrivateSubdir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("cannot create %s: %w", dir, err)
 	}

@@ -1,4 +1,4 @@
-package management_test
+package configsvc_test
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
+	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 )
@@ -27,7 +28,7 @@ type cfgBundle struct {
 	clock *clock.Fake
 	reg   *config.Registry
 	store *sqlite.Store
-	svc   *management.ConfigService
+	svc   *configsvc.Service
 }
 
 func newCfg(t *testing.T, dir string, reg *config.Registry) *cfgBundle {
@@ -52,7 +53,7 @@ func (b *cfgBundle) open(t *testing.T) {
 	if reg == nil {
 		reg = bootstrap.ReleaseRegistry()
 	}
-	b.svc, err = management.NewConfigService(management.ConfigOptions{
+	b.svc, err = configsvc.New(configsvc.Options{
 		Store: s, StateDir: b.dir, Default: mgmttest.StackConfig, Registry: reg, Clock: b.clock, Logger: mgmttest.DiscardLogger(),
 	})
 	if err != nil {
@@ -71,7 +72,7 @@ func (b *cfgBundle) reopen(t *testing.T, reg *config.Registry) {
 	b.open(t)
 }
 
-func (b *cfgBundle) path() string { return filepath.Join(b.dir, management.ConfigFileName) }
+func (b *cfgBundle) path() string { return filepath.Join(b.dir, configsvc.ConfigFileName) }
 
 func hashOf(t *testing.T, doc []byte) string {
 	t.Helper()
@@ -103,7 +104,7 @@ func TestConfigFirstStartActivatesTheDefaultWithoutAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, ok := b.svc.ActiveGeneration()
-	if !ok || g.Number != 1 || g.Hash != hashOf(t, mgmttest.StackConfig) || g.Actor != management.ActorFirstStart {
+	if !ok || g.Number != 1 || g.Hash != hashOf(t, mgmttest.StackConfig) || g.Actor != configsvc.ActorFirstStart {
 		t.Fatalf("active generation = %+v, %v", g, ok)
 	}
 	if b.svc.Active().Generation != 1 {
@@ -112,7 +113,7 @@ func TestConfigFirstStartActivatesTheDefaultWithoutAFile(t *testing.T) {
 	if _, err := os.Stat(b.path()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the first start wrote %s: %v", b.path(), err)
 	}
-	doc := filepath.Join(b.dir, management.PrivateDir, management.GenerationsDir, g.Hash+".json")
+	doc := filepath.Join(b.dir, statedir.PrivateDir, configsvc.GenerationsDir, g.Hash+".json")
 	if fi, err := os.Stat(doc); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("private copy of the document: %v %v", fi, err)
 	}
@@ -144,7 +145,7 @@ func TestConfigFirstStartRefusesAnInvalidFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := b.svc.Restore(context.Background())
-	var fe *management.FileError
+	var fe *configsvc.FileError
 	if !errors.As(err, &fe) || len(fe.Diagnostics) < 2 || !strings.Contains(err.Error(), b.path()) || !strings.Contains(err.Error(), "unknown_field") {
 		t.Fatalf("Restore = %v, want the file's diagnostics", err)
 	}
@@ -165,24 +166,24 @@ func TestConfigApply(t *testing.T) {
 	var seen []int64
 	b.svc.OnApply(func(s *config.Snapshot) { seen = append(seen, s.Generation) })
 
-	_, err := b.svc.Apply(ctx, management.ApplyRequest{Config: otherConfig, ExpectedGeneration: 7, Actor: "operator:local"})
-	if !errors.Is(err, management.ErrStaleGeneration) {
+	_, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: otherConfig, ExpectedGeneration: 7, Actor: "operator:local"})
+	if !errors.Is(err, configsvc.ErrStaleGeneration) {
 		t.Fatalf("apply against generation 7: %v", err)
 	}
-	_, err = b.svc.Apply(ctx, management.ApplyRequest{Config: []byte(`{"version": 2}`), ExpectedGeneration: 1})
-	var me *management.Error
-	if !errors.As(err, &me) || me.Code != management.CodeInvalidConfig || len(me.Diagnostics) == 0 {
+	_, err = b.svc.Apply(ctx, configsvc.ApplyRequest{Config: []byte(`{"version": 2}`), ExpectedGeneration: 1})
+	var me *configsvc.Refusal
+	if !errors.As(err, &me) || !errors.Is(err, configsvc.ErrInvalidConfig) || len(me.Diagnostics) == 0 {
 		t.Fatalf("apply of an invalid config: %v", err)
 	}
-	_, err = b.svc.Apply(ctx, management.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1, ExpectedHash: strings.Repeat("0", 64)})
-	if !errors.As(err, &me) || me.Code != management.CodeConflict {
+	_, err = b.svc.Apply(ctx, configsvc.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1, ExpectedHash: strings.Repeat("0", 64)})
+	if !errors.As(err, &me) || !errors.Is(err, configsvc.ErrHashMismatch) {
 		t.Fatalf("apply with another hash: %v", err)
 	}
 	if _, err := os.Stat(b.path()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused apply wrote the file: %v", err)
 	}
 
-	res, err := b.svc.Apply(ctx, management.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1, ExpectedHash: hashOf(t, otherConfig), Actor: "operator:local"})
+	res, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1, ExpectedHash: hashOf(t, otherConfig), Actor: "operator:local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestConfigApply(t *testing.T) {
 		t.Errorf("config file mode %v", fi.Mode())
 	}
 	// The default was active and never on disk: the backup holds it.
-	if last, err := os.ReadFile(b.path() + management.LastGoodSuffix); err != nil || !bytes.Equal(last, mgmttest.StackConfig) {
+	if last, err := os.ReadFile(b.path() + configsvc.LastGoodSuffix); err != nil || !bytes.Equal(last, mgmttest.StackConfig) {
 		t.Errorf("last-good after the first apply = %q, %v", last, err)
 	}
 	if len(seen) != 1 || seen[0] != 2 {
@@ -208,10 +209,10 @@ func TestConfigApply(t *testing.T) {
 		t.Errorf("pinned generation 1 = %v, %v", old, err)
 	}
 
-	if _, err := b.svc.Apply(ctx, management.ApplyRequest{Config: mgmttest.StackConfig, ExpectedGeneration: 2}); err != nil {
+	if _, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: mgmttest.StackConfig, ExpectedGeneration: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if last, _ := os.ReadFile(b.path() + management.LastGoodSuffix); !bytes.Equal(last, otherConfig) {
+	if last, _ := os.ReadFile(b.path() + configsvc.LastGoodSuffix); !bytes.Equal(last, otherConfig) {
 		t.Errorf("last-good after the second apply = %q", last)
 	}
 	// No temporary file is left behind.
@@ -241,7 +242,7 @@ func TestConfigRestoreKeepsTheCommittedGenerationDespiteADiskEdit(t *testing.T) 
 	if err := b.svc.Restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Apply(ctx, management.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1}); err != nil {
+	if _, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: otherConfig, ExpectedGeneration: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A valid edit on disk, then a restart.
@@ -260,7 +261,7 @@ func TestConfigRestoreKeepsTheCommittedGenerationDespiteADiskEdit(t *testing.T) 
 	}
 	// Without its private copy, the committed document is found in the
 	// backup or the file when either holds it; here neither does.
-	if err := os.RemoveAll(filepath.Join(b.dir, management.PrivateDir, management.GenerationsDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(b.dir, statedir.PrivateDir, configsvc.GenerationsDir)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(b.path(), otherConfig, 0o600); err != nil {
@@ -291,7 +292,7 @@ func TestConfigAdoption(t *testing.T) {
 	if err := b.svc.Restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Apply(ctx, management.ApplyRequest{Config: fancy, ExpectedGeneration: 1}); err != nil {
+	if _, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: fancy, ExpectedGeneration: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A release that no longer registers the executor: the committed
@@ -310,7 +311,7 @@ func TestConfigAdoption(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := b.svc.ActiveGeneration()
-	if g.Number != 3 || g.Hash != hashOf(t, otherConfig) || g.Actor != management.ActorAdoption {
+	if g.Number != 3 || g.Hash != hashOf(t, otherConfig) || g.Actor != configsvc.ActorAdoption {
 		t.Fatalf("adopted generation = %+v", g)
 	}
 }
@@ -329,8 +330,8 @@ func TestConfigScopeInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, doc := range map[string][]byte{"removed": noTeam, "reparented": rootTeam} {
-		_, err := b.svc.Apply(ctx, management.ApplyRequest{Config: doc, ExpectedGeneration: 1})
-		if !errors.Is(err, management.ErrScopeInUse) || !strings.Contains(err.Error(), "team ("+name) {
+		_, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: doc, ExpectedGeneration: 1})
+		if !errors.Is(err, configsvc.ErrScopeInUse) || !strings.Contains(err.Error(), "team ("+name) {
 			t.Errorf("%s: %v, want scope_in_use naming team", name, err)
 		}
 	}
@@ -339,7 +340,7 @@ func TestConfigScopeInUse(t *testing.T) {
 	}
 	// Disabling is not removing.
 	disabled := configWith(`"team": {"enabled": false, "parent": "setup",`)
-	if _, err := b.svc.Apply(ctx, management.ApplyRequest{Config: disabled, ExpectedGeneration: 1}); err != nil {
+	if _, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: disabled, ExpectedGeneration: 1}); err != nil {
 		t.Fatalf("disabling a busy scope: %v", err)
 	}
 	b.clock.Advance(time.Second)
@@ -351,7 +352,7 @@ func TestConfigScopeInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Apply(ctx, management.ApplyRequest{Config: noTeam, ExpectedGeneration: 2}); err != nil {
+	if _, err := b.svc.Apply(ctx, configsvc.ApplyRequest{Config: noTeam, ExpectedGeneration: 2}); err != nil {
 		t.Fatalf("removing a scope whose Work finished: %v", err)
 	}
 	recs, _ := b.store.ListScopeRecords(ctx)

@@ -1,0 +1,122 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/configsvc"
+	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Parts are what the daemon's servers serve. The daemon passes its own;
+// the test stack (mgmttest.StartStack) passes the same kinds over a test
+// state directory, so that tests serve exactly what the daemon serves.
+type Parts struct {
+	// Store is coordination storage (required): operator credentials,
+	// Idempotency-Key history and every read of the resource routes.
+	Store storage.Store
+	// Control carries out the operator controls (required).
+	Control Controls
+	// Actions lists and runs the operator actions (required).
+	Actions ActionControls
+	// Config is the configuration service (required); it also answers
+	// the health route.
+	Config *configsvc.Service
+	// Artifacts serves artifact content (required).
+	Artifacts ArtifactStore
+	// Cursors authenticates list cursors (required): NewCursors over the
+	// key LoadCursorKey returns.
+	Cursors *Cursors
+	// Toolbelt, when set, answers every execution's toolbelt socket.
+	Toolbelt extension.Toolbelt
+	// ExecutionTokens, when set, lets the management socket recognise an
+	// execution token (to refuse it by name) and revoke one.
+	ExecutionTokens ExecutionTokens
+	// Clock and Entropy default to the system's.
+	Clock   clock.Clock
+	Entropy clock.Entropy
+	// Version is reported by the health route.
+	Version string
+	// Logger receives both servers' failures.
+	Logger *slog.Logger
+}
+
+// Servers are the handlers built from Parts.
+type Servers struct {
+	// Management serves the management socket: the built-in routes, every
+	// resource route and the action routes.
+	Management *Server
+	Resources  *Resources
+	Actions    *Actions
+	// Toolbelt serves every execution's own toolbelt socket (give it to
+	// runs.Dirs.Serve); nil without Parts.Toolbelt.
+	Toolbelt http.Handler
+}
+
+// NewServers builds the daemon's servers from their parts: the one
+// composition of the management server, its route table and the toolbelt
+// socket's handler. Every authenticated request carries its principal as
+// the kernel's actor.
+func NewServers(p Parts) (*Servers, error) {
+	if p.Store == nil || p.Cursors == nil {
+		return nil, errors.New("management: Parts need a Store and Cursors")
+	}
+	if p.Clock == nil {
+		p.Clock = clock.System{}
+	}
+	resources, err := NewResources(ResourcesOptions{
+		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	actions, err := NewActions(ActionsOptions{Control: p.Actions, Config: p.Config})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := New(Options{
+		Credentials:     StoreCredentials(p.Store),
+		ExecutionTokens: p.ExecutionTokens,
+		Idempotency:     StoreIdempotency(p.Store),
+		Health:          p.Config,
+		Clock:           p.Clock,
+		Entropy:         p.Entropy,
+		Cursors:         p.Cursors,
+		Version:         p.Version,
+		Logger:          p.Logger,
+		Routes:          append(resources.Routes(), actions.Routes()...),
+		Authenticated: func(ctx context.Context, pr Principal) context.Context {
+			return kernel.WithActor(ctx, pr.Actor())
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &Servers{Management: srv, Resources: resources, Actions: actions}
+	if p.Toolbelt != nil {
+		out.Toolbelt = srv.ExecutionHandler(p.Toolbelt)
+	}
+	return out, nil
+}
+
+// HTTPServer is the net/http server every socket of the daemon is served
+// with: its timeouts and header limit, and its own errors logged as
+// warnings.
+func HTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}

@@ -1,0 +1,57 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/toolbeltapi"
+)
+
+// ExecutionHandler serves every execution's own toolbelt socket with tb
+// (see toolbeltapi.New): an operator credential of this server's store is
+// refused there with wrong_credential_class, and failures are logged to
+// the server's logger.
+func (s *Server) ExecutionHandler(tb extension.Toolbelt) http.Handler {
+	return toolbeltapi.New(toolbeltapi.Options{Toolbelt: tb, Operators: operatorCheck{s.opts.Credentials}, Logger: s.log})
+}
+
+// operatorCheck is the toolbelt socket's port onto the operator
+// credentials.
+type operatorCheck struct{ creds Credentials }
+
+func (o operatorCheck) IsOperator(ctx context.Context, d Digest) (bool, error) {
+	c, err := o.creds.ByDigest(ctx, d)
+	switch {
+	case err == nil:
+		return c.Active(), nil
+	case errors.Is(err, extension.ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+// ToolbeltTokens adapts the toolbelt's token records to ExecutionTokens,
+// so that the management socket recognises an execution token (403
+// wrong_credential_class on every route) and revokes one by id:
+// management.Options{ExecutionTokens: management.ToolbeltTokens(tb)}.
+func ToolbeltTokens(tb *toolbelt.Toolbelt) ExecutionTokens { return toolbeltTokens{tb} }
+
+type toolbeltTokens struct{ tb *toolbelt.Toolbelt }
+
+func (t toolbeltTokens) ByDigest(ctx context.Context, d Digest) (ExecutionToken, error) {
+	tok, err := t.tb.TokenByDigest(ctx, d)
+	if err != nil {
+		return ExecutionToken{}, err
+	}
+	return ExecutionToken{ID: tok.ID, ExecutionID: tok.Execution, ExpiresAt: tok.ExpiresAt, RevokedAt: tok.RevokedAt}, nil
+}
+
+// Revoke revokes the token at the toolbelt's own clock; at is the
+// server's view of now and is not needed.
+func (t toolbeltTokens) Revoke(ctx context.Context, id string, _ time.Time) error {
+	return t.tb.Revoke(ctx, id)
+}
