@@ -38,7 +38,8 @@ type Parts struct {
 	// ExecutionTokens, when set, lets the management socket recognise an
 	// execution token (to refuse it by name) and revoke one.
 	ExecutionTokens ExecutionTokens
-	// Clock and Entropy default to the system's.
+	// Clock, Entropy and Logger are the daemon's injected services
+	// (required: the servers refuse to start without them).
 	Clock   clock.Clock
 	Entropy clock.Entropy
 	// Version is reported by the health route.
@@ -66,9 +67,6 @@ type Servers struct {
 func NewServers(p Parts) (*Servers, error) {
 	if p.Store == nil || p.Cursors == nil {
 		return nil, errors.New("management: Parts need a Store and Cursors")
-	}
-	if p.Clock == nil {
-		p.Clock = clock.System{}
 	}
 	resources, err := NewResources(ResourcesOptions{
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,

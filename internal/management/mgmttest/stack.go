@@ -165,7 +165,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	acts := toolbelt.NewActions(ctl, host)
 	srv, err := management.NewServers(management.Parts{
 		Store: store, Control: ctl, Actions: acts, Config: cfg, Artifacts: arts, Cursors: cursors,
-		Clock: opts.Clock, Version: "test",
+		Clock: opts.Clock, Entropy: rand.NewChaCha8([32]byte{11}), Logger: DiscardLogger(), Version: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
