@@ -30,8 +30,31 @@ func openFresh(t *testing.T) storage.Store {
 	return open(t, filepath.Join(t.TempDir(), "state.db"))
 }
 
+// engine is the SQLite store as the conformance suite opens it: a fresh
+// file per case, opened again on the same path when a case reopens it.
+var engine = storagetest.Engine{Name: "sqlite", Fresh: func(t *testing.T) func() (storage.Store, error) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	return func() (storage.Store, error) {
+		s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, nil
+	}
+}}
+
+// TestConformance runs the whole storage contract against SQLite files,
+// reopened where a case proves persistence.
 func TestConformance(t *testing.T) {
-	storagetest.Exercise(t, openFresh)
+	storagetest.ExerciseEngine(t, engine)
+}
+
+// TestConformanceNegativeControls runs every case against the deliberately
+// wrong store it names: each must fail it. It fails when a case has no
+// control, and when a control breaks more than its rule.
+func TestConformanceNegativeControls(t *testing.T) {
+	storagetest.CheckNegativeControls(t, engine)
 }
 
 // TestConformanceNegativeControl runs the suite against a store whose

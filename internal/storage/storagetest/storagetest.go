@@ -8,20 +8,25 @@
 // same rules.
 //
 // Every case is a named Case in a registry (Cases), grouped by area, one
-// file per area. Cases use only the storage interfaces, never an engine's
-// own language (no SQL), so a new engine runs them unchanged: give it an
-// Engine and call ExerciseEngine and CheckNegativeControls from its tests.
+// file per area, and runs on a fresh database of its own, reopening it
+// where it proves that something persists. A new engine runs the suite
+// unchanged: give it an Engine and call ExerciseEngine and
+// CheckNegativeControls from its tests.
 //
 // Every case also names its negative control: a deliberately wrong store (a
 // wrapper around a real one that breaks exactly one rule, see broken*.go)
 // that the case must fail. CheckNegativeControls fails when a case has no
-// control, when a case passes against its control, or when a control breaks
-// more than its rule (it fails cases of every other area too), so that no
-// case passes vacuously.
+// control, when a case passes against its control, or when a control is no
+// working store apart from its rule (it also fails the cases of other
+// areas it is tried on), so that no case passes vacuously.
 //
-// It is for tests only and must never be imported by production code: its
-// controls are stores that lose fences, records and revocations on purpose,
-// and its helpers seed records without any of the kernel's rules.
+// A case must never reach past the storage interfaces (no SQL, no engine
+// type, no file of the engine's), so that it means the same on every
+// engine; timestamps are whole milliseconds from T0, which every engine
+// keeps. The package is for tests only and must never be imported by
+// production code: its controls are stores that lose fences, records and
+// revocations on purpose, and its helpers seed records without any of the
+// kernel's rules.
 package storagetest
 
 import (
@@ -69,7 +74,8 @@ type Engine struct {
 	// returns the function that opens it. The suite calls open once at the
 	// start of the case and again each time the case reopens the database,
 	// after closing the store it had, so a case can prove what persists.
-	// Stores left open are the engine's to close (t.Cleanup).
+	// Every store open returns is the engine's to close when the test ends
+	// (t.Cleanup), including one the suite closed already before a reopen.
 	Fresh func(t *testing.T) (open func() (storage.Store, error))
 }
 
@@ -82,9 +88,8 @@ type Env struct {
 	// bytes go there).
 	Dir string
 
-	open     func() (storage.Store, error)
-	wrap     func(storage.Store) storage.Store
-	reopened int
+	open func() (storage.Store, error)
+	wrap func(storage.Store) storage.Store
 }
 
 // Reopen closes the store and opens the same database again, so that what
@@ -101,7 +106,6 @@ func (e *Env) Reopen() error {
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
-	e.reopened++
 	e.Store = e.wrap(s)
 	return nil
 }
@@ -149,7 +153,6 @@ func RunCase(t *testing.T, e Engine, c Case, wrap func(storage.Store) storage.St
 		return fmt.Errorf("open %s: %w", e.Name, err)
 	}
 	env := &Env{Store: wrap(s), Dir: t.TempDir(), open: open, wrap: wrap}
-	defer env.Store.Close()
 	return c.Run(context.Background(), env)
 }
 

@@ -1,0 +1,175 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Controls of the executions area: executions, leases, epochs and
+// declarations.
+
+// exitCodeZeroWhenUnobserved reads an exit code nobody observed as 0, as
+// the store did before exit codes became nullable.
+var exitCodeZeroWhenUnobserved = stateless("exit_code_zero_when_unobserved", "an execution whose end nobody observed reads exit code 0",
+	func(s storage.Store) storage.Store { return zeroExit{s} })
+
+func zeroExitOf(e storage.Execution, err error) (storage.Execution, error) {
+	if err == nil && e.ExitCode == nil {
+		zero := 0
+		e.ExitCode = &zero
+	}
+	return e, err
+}
+
+type zeroExit struct{ storage.Store }
+
+func (s zeroExit) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	return zeroExitOf(s.Store.GetExecution(ctx, id))
+}
+
+func (s zeroExit) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(zeroExitTx{tx}) })
+}
+
+type zeroExitTx struct{ storage.Tx }
+
+func (t zeroExitTx) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	return zeroExitOf(t.Tx.GetExecution(ctx, id))
+}
+
+func (t zeroExitTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	return zeroExitOf(t.Tx.InsertExecution(ctx, p))
+}
+
+func (t zeroExitTx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	return zeroExitOf(t.Tx.UpdateExecution(ctx, p))
+}
+
+var advanceIgnoresExpiry = txControl("advance_ignores_expiry", "AdvanceEpoch takes an execution over before its lease expired",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return advanceAnytimeTx{tx} })
+
+type advanceAnytimeTx struct{ storage.Tx }
+
+func (t advanceAnytimeTx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
+	q := *p
+	q.ExpiredBy = time.Time{}
+	return t.Tx.AdvanceEpoch(ctx, &q)
+}
+
+var advanceKeepsExitCode = txControl("advance_keeps_exit_code", "a new epoch carries the exit code of the segment before it",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return keepsExitTx{tx} })
+
+type keepsExitTx struct{ storage.Tx }
+
+func (t keepsExitTx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
+	prev, err := t.GetExecution(ctx, p.ID)
+	if err != nil {
+		return t.Tx.AdvanceEpoch(ctx, p)
+	}
+	e, err := t.Tx.AdvanceEpoch(ctx, p)
+	if err != nil || prev.ExitCode == nil {
+		return e, err
+	}
+	return t.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: e.Epoch, ExitCode: prev.ExitCode, Now: p.Now})
+}
+
+var insertSupersedesLive = txControl("insert_supersedes_live", "a second execution of a Work finishes the live one instead of being refused",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return supersedesTx{tx} })
+
+type supersedesTx struct{ storage.Tx }
+
+func (t supersedesTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	e, err := t.Tx.InsertExecution(ctx, p)
+	if !errors.Is(err, storage.ErrDuplicate) {
+		return e, err
+	}
+	live, lerr := t.GetLiveExecution(ctx, p.Work)
+	if lerr != nil || live.ID == p.ID {
+		return e, err
+	}
+	finished, lost := storage.ExecutionFinished, storage.ResultLost
+	if _, uerr := t.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: live.ID, Epoch: live.Epoch, State: &finished, Result: &lost, Now: p.CreatedAt}); uerr != nil {
+		return e, err
+	}
+	return t.Tx.InsertExecution(ctx, p)
+}
+
+var countLeasedCountsParked = stateless("count_leased_counts_parked", "CountLeased counts parked executions, which hold no lease",
+	func(s storage.Store) storage.Store { return countsParked{s} })
+
+func countHeld(ctx context.Context, r storage.Reader, owner string) (int, error) {
+	es, err := r.ListExecutions(ctx, &storage.ListExecutionsParams{Owner: owner,
+		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionParked, storage.ExecutionStopping}, Page: storage.Page{Limit: storage.MaxLimit}})
+	return len(es), err
+}
+
+type countsParked struct{ storage.Store }
+
+func (s countsParked) CountLeased(ctx context.Context, owner string) (int, error) {
+	return countHeld(ctx, s.Store, owner)
+}
+
+func (s countsParked) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(countsParkedTx{tx}) })
+}
+
+type countsParkedTx struct{ storage.Tx }
+
+func (t countsParkedTx) CountLeased(ctx context.Context, owner string) (int, error) {
+	return countHeld(ctx, t.Tx, owner)
+}
+
+// forgetsEpochsOnReopen keeps the fence in memory: after a restart it no
+// longer knows which epoch superseded which.
+var forgetsEpochsOnReopen = afterReopen("forgets_epochs_on_reopen", "after a reopen, fenced execution updates ignore the epoch and owner", EpochBlind)
+
+var reappliesDeclarations = txControl("reapplies_declarations", "MarkDeclarationApplied of an applied declaration reports success",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return reappliesTx{tx} })
+
+type reappliesTx struct{ storage.Tx }
+
+func (t reappliesTx) MarkDeclarationApplied(ctx context.Context, p *storage.MarkDeclarationAppliedParams) error {
+	if err := t.Tx.MarkDeclarationApplied(ctx, p); !errors.Is(err, storage.ErrFenced) {
+		return err
+	}
+	return nil
+}
+
+var pendingIncludesApplied = stateless("pending_includes_applied", "GetPendingDeclaration returns the latest declaration, applied or not",
+	func(s storage.Store) storage.Store { return latestDeclaration{s} })
+
+func latestDecl(ctx context.Context, r storage.Reader, exeID string) (storage.Declaration, error) {
+	d, err := r.GetPendingDeclaration(ctx, exeID)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return d, err
+	}
+	e, eerr := r.GetExecution(ctx, exeID)
+	if eerr != nil {
+		return d, err
+	}
+	for epoch := e.Epoch; epoch >= 1; epoch-- {
+		if d, derr := r.GetDeclaration(ctx, exeID, epoch); derr == nil {
+			return d, nil
+		}
+	}
+	return d, err
+}
+
+type latestDeclaration struct{ storage.Store }
+
+func (s latestDeclaration) GetPendingDeclaration(ctx context.Context, exeID string) (storage.Declaration, error) {
+	return latestDecl(ctx, s.Store, exeID)
+}
+
+func (s latestDeclaration) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(latestDeclarationTx{tx}) })
+}
+
+type latestDeclarationTx struct{ storage.Tx }
+
+func (t latestDeclarationTx) GetPendingDeclaration(ctx context.Context, exeID string) (storage.Declaration, error) {
+	return latestDecl(ctx, t.Tx, exeID)
+}

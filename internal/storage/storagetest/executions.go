@@ -1,0 +1,463 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+func executionUpdateFenced(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if e.Epoch != 1 || e.State != storage.ExecutionRunning || e.Owner != "owner-a" {
+		return fmt.Errorf("new execution = %+v, want running at epoch 1", e)
+	}
+	finished, failed := storage.ExecutionFinished, storage.ResultFailed
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	var advanced storage.Execution
+	var staleEpoch, wrongOwner, wrongState error
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		advanced, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: running, Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(31)})
+		if err != nil {
+			return err
+		}
+		_, staleEpoch = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, Owner: "owner-a", FromStates: running, State: &finished, Result: &failed, Now: at(32)})
+		_, wrongOwner = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 2, Owner: "owner-a", FromStates: running, State: &finished, Now: at(32)})
+		_, wrongState = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 2, FromStates: []storage.ExecutionState{storage.ExecutionParked}, State: &finished, Now: at(32)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	got, err := s.GetExecution(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	return first(
+		want(advanced.Epoch == 2 && advanced.Owner == "owner-b", "advanced = %+v", advanced),
+		wantErr(staleEpoch, storage.ErrFenced, "an update at the superseded epoch"),
+		wantErr(wrongOwner, storage.ErrFenced, "an update by the wrong owner"),
+		wantErr(wrongState, storage.ErrFenced, "an update from the wrong state"),
+		want(got.State == storage.ExecutionRunning && got.Epoch == 2 && got.Result == "", "a refused update changed the execution: %+v", got),
+	)
+}
+
+func executionAdvanceEpochFenced(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	var stale error
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		_, early := tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: running, ExpiredBy: at(29), Owner: "b", LeaseExpiresAt: at(90), Now: at(29)})
+		if err := wantErr(early, storage.ErrFenced, "recovering a lease that has not expired"); err != nil {
+			return err
+		}
+		if _, err := tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: running, ExpiredBy: at(30), Owner: "b", LeaseExpiresAt: at(90), Now: at(30)}); err != nil {
+			return fmt.Errorf("recovering a lease that expired at the cut: %w", err)
+		}
+		_, stale = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: running, Owner: "c", LeaseExpiresAt: at(90), Now: at(31)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	got, err := s.GetExecution(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	return first(
+		wantErr(stale, storage.ErrFenced, "advancing from a superseded epoch"),
+		want(got.Epoch == 2 && got.Owner == "b", "execution = %+v, want epoch 2 owned by b", got),
+	)
+}
+
+func executionLeaseRenewFenced(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	var renewed storage.Execution
+	var expired, wrongEpoch error
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		renewed, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(10), LeaseExpiresAt: at(40)})
+		if err != nil {
+			return err
+		}
+		_, expired = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(40), LeaseExpiresAt: at(70)})
+		_, wrongEpoch = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 2, Owner: "owner-a", ValidAt: at(20), LeaseExpiresAt: at(70)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var wrongOwner, parked, stopping error
+	var renewedStopping storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		_, wrongOwner = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-b", ValidAt: at(20), LeaseExpiresAt: at(70)})
+		p, st := storage.ExecutionParked, storage.ExecutionStopping
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, State: &p, Now: at(21)}); err != nil {
+			return err
+		}
+		// A parked execution holds no lease to renew.
+		_, parked = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(22), LeaseExpiresAt: at(70)})
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, State: &st, Now: at(23)}); err != nil {
+			return err
+		}
+		_, stopping = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(24), LeaseExpiresAt: at(70)})
+		renewedStopping, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(24), LeaseExpiresAt: at(80),
+			States: []storage.ExecutionState{st}})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return first(
+		want(renewed.LeaseExpiresAt.Equal(at(40)), "renewed lease expires %v, want %v", renewed.LeaseExpiresAt, at(40)),
+		wantErr(expired, storage.ErrFenced, "renewing an expired lease"),
+		wantErr(wrongEpoch, storage.ErrFenced, "renewing at another epoch"),
+		wantErr(wrongOwner, storage.ErrFenced, "renewing another owner's lease"),
+		wantErr(parked, storage.ErrFenced, "renewing a parked execution's lease"),
+		wantErr(stopping, storage.ErrFenced, "renewing a stopping execution's lease without naming the state"),
+		want(renewedStopping.LeaseExpiresAt.Equal(at(80)), "renewed stopping lease expires %v, want %v", renewedStopping.LeaseExpiresAt, at(80)),
+	)
+}
+
+func executionOneLivePerWork(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	insert := func(id string) error {
+		return s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: id, Work: "wrk_1", Scope: "s1", Binding: "b1", Executor: "x", Owner: "o", LeaseExpiresAt: at(30), Deadline: at(60), CreatedAt: at(1)})
+			return err
+		})
+	}
+	if err := wantErr(insert("exe_2"), storage.ErrDuplicate, "a second live execution of one Work"); err != nil {
+		return err
+	}
+	finished := storage.ExecutionFinished
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, State: &finished, Now: at(1)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := insert("exe_2"); err != nil {
+		return fmt.Errorf("a new execution after the first finished: %w", err)
+	}
+	live, err := s.GetLiveExecution(ctx, "wrk_1")
+	return first(err, want(live.ID == "exe_2", "live execution = %s, want exe_2", live.ID))
+}
+
+func declarationOnePending(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	decl := func(epoch int64) error {
+		return s.WithTx(ctx, func(tx storage.Tx) error {
+			return tx.InsertDeclaration(ctx, &storage.Declaration{Execution: e.ID, Epoch: epoch, Kind: storage.DeclaredWait, Payload: []byte(`{"types":["a.b"]}`), DeclaredAt: at(int(epoch))})
+		})
+	}
+	if err := decl(1); err != nil {
+		return err
+	}
+	if err := wantErr(decl(1), storage.ErrDuplicate, "a second declaration in one epoch"); err != nil {
+		return err
+	}
+	if err := wantErr(decl(2), storage.ErrDuplicate, "a declaration while one is pending"); err != nil {
+		return err
+	}
+	pending, err := s.GetPendingDeclaration(ctx, e.ID)
+	if err != nil || pending.Epoch != 1 || !pending.Pending() || string(pending.Payload) != `{"types":["a.b"]}` {
+		return fmt.Errorf("pending declaration = %+v, %v", pending, err)
+	}
+	mark := func() error {
+		return s.WithTx(ctx, func(tx storage.Tx) error {
+			return tx.MarkDeclarationApplied(ctx, &storage.MarkDeclarationAppliedParams{Execution: e.ID, Epoch: 1, Disposition: "applied", At: at(5)})
+		})
+	}
+	if err := mark(); err != nil {
+		return err
+	}
+	if err := wantErr(mark(), storage.ErrFenced, "applying a declaration twice"); err != nil {
+		return err
+	}
+	if err := decl(2); err != nil {
+		return fmt.Errorf("a declaration in the next epoch after the first was applied: %w", err)
+	}
+	d1, err := s.GetDeclaration(ctx, e.ID, 1)
+	return first(err, want(!d1.Pending() && d1.Disposition == "applied" && d1.AppliedAt.Equal(at(5)), "applied declaration = %+v", d1))
+}
+
+func executionListFilters(ctx context.Context, s storage.Store) error {
+	for i, owner := range []string{"a", "b", "a"} {
+		w, e := fmt.Sprintf("wrk_%d", i), fmt.Sprintf("exe_%d", i)
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+		if err := s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: e, Work: w, Scope: "s1", Binding: "b1", Executor: "x",
+				Owner: owner, LeaseExpiresAt: at(10 * (i + 1)), Deadline: at(600), CreatedAt: at(i)})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	parked := storage.ExecutionParked
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_2", Epoch: 1, State: &parked, Now: at(3)})
+		return err
+	}); err != nil {
+		return err
+	}
+	ids := func(p *storage.ListExecutionsParams) (string, error) {
+		es, err := s.ListExecutions(ctx, p)
+		var out []string
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return fmt.Sprint(out), err
+	}
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	expired, err1 := ids(&storage.ListExecutionsParams{States: running, LeaseExpiredBy: at(20)})
+	notA, err2 := ids(&storage.ListExecutionsParams{NotOwner: "a"})
+	ownA, err3 := ids(&storage.ListExecutionsParams{Owner: "a", States: running})
+	n, err4 := s.CountLeased(ctx, "a")
+	byWork, err5 := ids(&storage.ListExecutionsParams{Work: "wrk_1"})
+	newest, err6 := ids(&storage.ListExecutionsParams{Scope: "s1", Page: storage.Page{Desc: true, Limit: 2}})
+	after, err7 := ids(&storage.ListExecutionsParams{Page: storage.Page{After: &storage.Position{CreatedAt: at(0), ID: "exe_0"}}})
+	parkedOnly, err8 := ids(&storage.ListExecutionsParams{States: []storage.ExecutionState{storage.ExecutionParked}})
+	return first(err1, err2, err3, err4, err5, err6, err7, err8,
+		want(byWork == "[exe_1]", "executions of wrk_1: %s", byWork),
+		want(newest == "[exe_2 exe_1]", "the newest two: %s", newest),
+		want(after == "[exe_1 exe_2]", "after exe_0: %s", after),
+		want(parkedOnly == "[exe_2]", "parked: %s", parkedOnly),
+		want(expired == "[exe_0 exe_1]", "running and expired by 20s: %s", expired),
+		want(notA == "[exe_1]", "not owned by a: %s", notA),
+		want(ownA == "[exe_0]", "running, owned by a: %s", ownA),
+		want(n == 1, "leases held by a: %d, want 1 (a parked execution holds none)", n),
+	)
+}
+
+func executionCases() []Case {
+	return []Case{
+		{Name: "execution_round_trip", Run: plain(executionRoundTrip), Control: exitCodeZeroWhenUnobserved},
+		{Name: "execution_update_fenced", Run: plain(executionUpdateFenced), Control: epochBlindControl},
+		{Name: "execution_advance_epoch_fenced", Run: plain(executionAdvanceEpochFenced), Control: advanceIgnoresExpiry},
+		{Name: "execution_advance_epoch_resets", Run: plain(executionAdvanceEpochResets), Control: advanceKeepsExitCode},
+		{Name: "execution_lease_renew_fenced", Run: plain(executionLeaseRenewFenced), Control: epochBlindControl},
+		{Name: "execution_one_live_per_work", Run: plain(executionOneLivePerWork), Control: insertSupersedesLive},
+		{Name: "execution_list_filters", Run: plain(executionListFilters), Control: countLeasedCountsParked},
+		{Name: "execution_fence_survives_reopen", Run: executionFenceSurvivesReopen, Control: forgetsEpochsOnReopen},
+		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
+		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
+	}
+}
+
+func executionRoundTrip(ctx context.Context, s storage.Store) error {
+	for _, w := range []string{"wrk_1", "wrk_2"} {
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+	}
+	var e storage.Execution
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		e, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: "exe_1", Work: "wrk_1", Scope: "s1", Binding: "b1", Executor: "shell",
+			Generation: 7, Owner: "owner-a", LeaseExpiresAt: at(30), Deadline: at(600), InputWatermark: 2, CreatedAt: at(1)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if e.ID != "exe_1" || e.Work != "wrk_1" || e.Scope != "s1" || e.Binding != "b1" || e.Executor != "shell" || e.Generation != 7 || e.Epoch != 1 ||
+		e.Owner != "owner-a" || !e.LeaseExpiresAt.Equal(at(30)) || !e.Deadline.Equal(at(600)) || e.State != storage.ExecutionRunning || !e.Live() ||
+		e.InputWatermark != 2 || e.Result != storage.ResultNone || e.Message != "" || e.ExitCode != nil || !e.CreatedAt.Equal(at(1)) {
+		return fmt.Errorf("inserted execution = %+v (exit code %v): want running at epoch 1 with no exit code", e, e.ExitCode)
+	}
+	if got, err := s.GetExecution(ctx, "exe_1"); err != nil || !same(got, e) {
+		return fmt.Errorf("execution read back = %+v, %v; inserted %+v", got, err, e)
+	}
+	dup := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: "exe_1", Work: "wrk_2", Scope: "s1", Binding: "b1", Executor: "x", Owner: "o",
+			LeaseExpiresAt: at(30), Deadline: at(60), CreatedAt: at(2)})
+		return err
+	})
+	if err := wantErr(dup, storage.ErrDuplicate, "a second execution with the same id"); err != nil {
+		return err
+	}
+	finished, failed, msg, code, lease := storage.ExecutionFinished, storage.ResultFailed, "exit status 3", 3, at(45)
+	var ended, later storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		ended, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_1", Epoch: 1, Owner: "owner-a", FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			State: &finished, Result: &failed, Message: &msg, ExitCode: &code, LeaseExpiresAt: &lease, Now: at(5)})
+		if err != nil {
+			return err
+		}
+		// A nil field is left as it is: the exit code stays.
+		later, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_1", Epoch: 1, Now: at(6)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, missing := s.GetExecution(ctx, "exe_none")
+	reread, err := s.GetExecution(ctx, "exe_1")
+	return first(err,
+		want(ended.State == finished && !ended.Live() && ended.Result == failed && ended.Message == msg && ended.ExitCode != nil && *ended.ExitCode == 3 &&
+			ended.LeaseExpiresAt.Equal(at(45)) && ended.UpdatedAt.Equal(at(5)) && ended.Revision > e.Revision && ended.Epoch == 1 && ended.Generation == 7,
+			"finished execution = %+v", ended),
+		want(later.ExitCode != nil && *later.ExitCode == 3 && later.Message == msg && later.Result == failed, "an update without an exit code dropped it: %+v", later),
+		want(same(reread, later), "execution read back = %+v, want %+v", reread, later),
+		wantErr(missing, storage.ErrNotFound, "a missing execution"),
+	)
+}
+
+// executionAdvanceEpochResets: a new epoch has a new owner and lease, no
+// exit code (nobody observed its end), and the deadline and watermark only
+// when given; an adopted stopping execution stays stopping.
+func executionAdvanceEpochResets(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	parked, zero := storage.ExecutionParked, 0
+	deadline, wm := at(900), int64(4)
+	var claimed, kept, adopted storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		p, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, State: &parked, ExitCode: &zero, Now: at(2)})
+		if err != nil {
+			return err
+		}
+		if p.ExitCode == nil || *p.ExitCode != 0 {
+			return fmt.Errorf("a parked segment's observed exit code 0 = %v", p.ExitCode)
+		}
+		claimed, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: []storage.ExecutionState{parked},
+			State: storage.ExecutionRunning, Owner: "owner-b", LeaseExpiresAt: at(60), Deadline: &deadline, InputWatermark: &wm, Now: at(3)})
+		if err != nil {
+			return err
+		}
+		kept, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 2, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			Owner: "owner-c", LeaseExpiresAt: at(70), Now: at(4)})
+		if err != nil {
+			return err
+		}
+		stopping := storage.ExecutionStopping
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 3, Owner: "owner-c", State: &stopping, Now: at(5)}); err != nil {
+			return err
+		}
+		adopted, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 3, FromStates: []storage.ExecutionState{stopping},
+			State: stopping, Owner: "owner-d", LeaseExpiresAt: at(80), Now: at(6)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	n, err := s.CountLeased(ctx, "owner-d")
+	return first(err,
+		want(claimed.Epoch == 2 && claimed.Owner == "owner-b" && claimed.State == storage.ExecutionRunning && claimed.ExitCode == nil &&
+			claimed.LeaseExpiresAt.Equal(at(60)) && claimed.Deadline.Equal(deadline) && claimed.InputWatermark == 4 && claimed.UpdatedAt.Equal(at(3)),
+			"claimed parked execution = %+v (exit code %v)", claimed, claimed.ExitCode),
+		want(kept.Epoch == 3 && kept.Owner == "owner-c" && kept.Deadline.Equal(deadline) && kept.InputWatermark == 4 && kept.State == storage.ExecutionRunning,
+			"an advance without a deadline or a watermark changed them: %+v", kept),
+		want(adopted.Epoch == 4 && adopted.State == storage.ExecutionStopping && adopted.Owner == "owner-d", "adopted stopping execution = %+v", adopted),
+		want(n == 1, "owner-d holds %d leases, want the adopted stopping one", n),
+	)
+}
+
+// executionFenceSurvivesReopen: the epoch an execution reached persists,
+// so a superseded attempt stays fenced across a restart.
+func executionFenceSurvivesReopen(ctx context.Context, env *Env) error {
+	s := env.Store
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: running, ExpiredBy: at(30), Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(31)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := env.Reopen(); err != nil {
+		return err
+	}
+	s = env.Store
+	got, err := s.GetExecution(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	if got.Epoch != 2 || got.Owner != "owner-b" || !got.LeaseExpiresAt.Equal(at(90)) || got.State != storage.ExecutionRunning {
+		return fmt.Errorf("execution after a reopen = %+v, want epoch 2 held by owner-b until 90s", got)
+	}
+	finished, failed := storage.ExecutionFinished, storage.ResultFailed
+	stale := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, Owner: "owner-a", FromStates: running, State: &finished, Result: &failed, Now: at(32)})
+		return err
+	})
+	if err := wantErr(stale, storage.ErrFenced, "an update by the epoch superseded before the reopen"); err != nil {
+		return err
+	}
+	staleRenew := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(32), LeaseExpiresAt: at(200)})
+		return err
+	})
+	if err := wantErr(staleRenew, storage.ErrFenced, "a renewal by the epoch superseded before the reopen"); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 2, Owner: "owner-b", ValidAt: at(32), LeaseExpiresAt: at(120)})
+		return err
+	})
+}
+
+func declarationLookup(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if _, err := s.GetPendingDeclaration(ctx, e.ID); !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("the pending declaration of an execution that declared nothing: %v", err)
+	}
+	payload := []byte(`{"result":"succeeded","message":"ok"}`)
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.InsertDeclaration(ctx, &storage.Declaration{Execution: e.ID, Epoch: 1, Kind: storage.DeclaredOutcome, Payload: payload, DeclaredAt: at(3)})
+	}); err != nil {
+		return err
+	}
+	p, err := s.GetPendingDeclaration(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	if p.Execution != e.ID || p.Epoch != 1 || p.Kind != storage.DeclaredOutcome || !sameJSON(p.Payload, payload) || !p.DeclaredAt.Equal(at(3)) || !p.Pending() || p.Disposition != "" {
+		return fmt.Errorf("pending declaration = %+v", p)
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.MarkDeclarationApplied(ctx, &storage.MarkDeclarationAppliedParams{Execution: e.ID, Epoch: 1, Disposition: "discarded", At: at(4)})
+	}); err != nil {
+		return err
+	}
+	_, pending := s.GetPendingDeclaration(ctx, e.ID)
+	_, other := s.GetDeclaration(ctx, e.ID, 2)
+	_, otherExe := s.GetDeclaration(ctx, "exe_none", 1)
+	d, err := s.GetDeclaration(ctx, e.ID, 1)
+	return first(err,
+		wantErr(pending, storage.ErrNotFound, "the pending declaration once it was applied"),
+		wantErr(other, storage.ErrNotFound, "the declaration of an epoch that declared nothing"),
+		wantErr(otherExe, storage.ErrNotFound, "the declaration of a missing execution"),
+		want(!d.Pending() && d.Disposition == "discarded" && d.AppliedAt.Equal(at(4)) && d.Kind == storage.DeclaredOutcome && sameJSON(d.Payload, payload),
+			"applied declaration = %+v", d),
+	)
+}

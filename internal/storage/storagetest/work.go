@@ -1,0 +1,463 @@
+package storagetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+func workUpdateFenced(ctx context.Context, s storage.Store) error {
+	w, err := SeedWork(ctx, s, "wrk_1")
+	if err != nil {
+		return err
+	}
+	running, ready := storage.WorkRunning, storage.WorkReady
+	var stale, wrongState, missing, okErr error
+	var got storage.Work
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		got, okErr = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, FromStates: []storage.WorkState{ready}, Revision: w.Revision, State: &running, AddAttempts: 1, Now: at(1)})
+		_, stale = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, Revision: w.Revision, State: &ready, Now: at(2)})
+		_, wrongState = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, FromStates: []storage.WorkState{ready}, State: &ready, Now: at(2)})
+		_, missing = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_none", State: &ready, Now: at(2)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if okErr != nil {
+		return okErr
+	}
+	reread, err := s.GetWork(ctx, w.ID)
+	if err != nil {
+		return err
+	}
+	return first(
+		want(got.State == running && got.Attempts == 1 && got.Revision == w.Revision+1 && got.UpdatedAt.Equal(at(1)), "updated work = %+v", got),
+		wantErr(stale, storage.ErrFenced, "update at a stale revision"),
+		wantErr(wrongState, storage.ErrFenced, "update from a state the work is not in"),
+		wantErr(missing, storage.ErrNotFound, "update of a missing work"),
+		want(reread.State == running && reread.Revision == got.Revision, "the refused updates changed the work: %+v", reread),
+	)
+}
+
+func workKeysExclusive(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_a"); err != nil {
+		return err
+	}
+	if _, err := SeedWork(ctx, s, "wrk_b"); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/1", Work: "wrk_a", At: T0}); err != nil {
+			return err
+		}
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/1", Work: "wrk_a", At: T0}); err != nil {
+			return fmt.Errorf("acquiring a key the work owns: %w", err)
+		}
+		taken := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/1", Work: "wrk_b", At: T0})
+		if err := wantErr(taken, storage.ErrDuplicate, "acquiring another work's key"); err != nil {
+			return err
+		}
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s2", Key: "pr/1", Work: "wrk_b", At: T0}); err != nil {
+			return fmt.Errorf("the same key in another scope: %w", err)
+		}
+		owner, err := tx.GetKeyOwner(ctx, "s1", "pr/1")
+		if err != nil || owner.ID != "wrk_a" {
+			return fmt.Errorf("owner of pr/1 = %s, %v; want wrk_a", owner.ID, err)
+		}
+		keys, err := tx.ListWorkKeys(ctx, "wrk_a")
+		if err != nil || fmt.Sprint(keys) != "[pr/1 wrk_a]" {
+			return fmt.Errorf("keys of wrk_a = %v, %v", keys, err)
+		}
+		if err := tx.ReleaseKeys(ctx, "wrk_a", at(1)); err != nil {
+			return err
+		}
+		if _, err := tx.GetKeyOwner(ctx, "s1", "pr/1"); !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("a released key still has an owner: %v", err)
+		}
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/1", Work: "wrk_b", At: at(2)}); err != nil {
+			return fmt.Errorf("acquiring a released key: %w", err)
+		}
+		keys, err = tx.ListWorkKeys(ctx, "wrk_a")
+		if err != nil || len(keys) != 0 {
+			return fmt.Errorf("released work still lists keys %v, %v", keys, err)
+		}
+		ever, err := tx.ListKeysEverOwned(ctx, "wrk_a")
+		return first(err, want(fmt.Sprint(ever) == "[pr/1 wrk_a]", "keys wrk_a ever owned = %v", ever))
+	})
+}
+
+func workListKeyset(ctx context.Context, s storage.Store) error {
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i := range 6 {
+			id := fmt.Sprintf("wrk_%d", i)
+			// Two Work per second, so the id breaks ties.
+			if _, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: id, Scope: "s1", Binding: "b", State: storage.WorkReady, CreatedAt: at(i / 2)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ids := func(ws []storage.Work) string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.ID)
+		}
+		return fmt.Sprint(out)
+	}
+	p1, err := s.ListWork(ctx, &storage.ListWorkParams{Page: storage.Page{Limit: 3}})
+	if err != nil {
+		return err
+	}
+	last := p1[len(p1)-1]
+	until := &storage.Position{CreatedAt: at(2), ID: "wrk_4"}
+	p2, err := s.ListWork(ctx, &storage.ListWorkParams{Page: storage.Page{Limit: 3, After: &storage.Position{CreatedAt: last.CreatedAt, ID: last.ID}, Until: until}})
+	if err != nil {
+		return err
+	}
+	desc, err := s.ListWork(ctx, &storage.ListWorkParams{Page: storage.Page{Limit: 2, Desc: true, After: &storage.Position{CreatedAt: at(2), ID: "wrk_4"}}})
+	if err != nil {
+		return err
+	}
+	return first(
+		want(ids(p1) == "[wrk_0 wrk_1 wrk_2]", "first page %s", ids(p1)),
+		want(ids(p2) == "[wrk_3 wrk_4]", "bounded second page %s", ids(p2)),
+		want(ids(desc) == "[wrk_3 wrk_2]", "descending page %s", ids(desc)),
+	)
+}
+
+func workClaimable(ctx context.Context, s storage.Store) error {
+	for _, id := range []string{"wrk_a", "wrk_b", "wrk_c", "wrk_d"} {
+		if _, err := SeedWork(ctx, s, id); err != nil {
+			return err
+		}
+	}
+	held, running := "operator_cancelled", storage.WorkRunning
+	stopping := storage.ExecutionStopping
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_b", BlockedReason: &held, Now: T0}); err != nil {
+			return err
+		}
+		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", State: &running, Now: T0}); err != nil {
+			return err
+		}
+		// wrk_d is ready again, but its cancelled attempt has not stopped.
+		if _, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: "exe_d", Work: "wrk_d", Scope: "s1", Binding: "b1", Executor: "x", Owner: "o", LeaseExpiresAt: at(30), Deadline: at(60), CreatedAt: T0}); err != nil {
+			return err
+		}
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_d", Epoch: 1, State: &stopping, Now: T0})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// The oldest comes first, whatever its id.
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_z", Scope: "s1", Binding: "b1", State: storage.WorkReady, CreatedAt: at(-5)})
+		return err
+	}); err != nil {
+		return err
+	}
+	ws, err := s.ListClaimable(ctx, 10)
+	if err != nil {
+		return err
+	}
+	one, err := s.ListClaimable(ctx, 1)
+	if err != nil {
+		return err
+	}
+	ids := list(ws, func(w storage.Work) string { return w.ID })
+	return first(
+		want(ids == "[wrk_z wrk_a]", "claimable = %s, want [wrk_z wrk_a]: not the held one, the running one or the one whose attempt is stopping", ids),
+		want(len(one) == 1 && one[0].ID == "wrk_z", "the first claimable = %+v, want wrk_z", one),
+	)
+}
+
+func inputsQueueOnce(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_1"); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		var ins []storage.Input
+		for _, id := range []string{"evt_a", "evt_b", "evt_a"} {
+			if _, err := tx.GetEvent(ctx, id); errors.Is(err, storage.ErrNotFound) {
+				if _, err := insertEvent(ctx, tx, id, nil); err != nil {
+					return err
+				}
+			}
+			in, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_1", Event: id, At: T0})
+			if err != nil {
+				return fmt.Errorf("queuing %s: %w", id, err)
+			}
+			ins = append(ins, in)
+		}
+		if ins[0].Position != 1 || ins[1].Position != 2 || ins[2].Position != 1 {
+			return fmt.Errorf("positions = %d %d %d, want 1 2 1", ins[0].Position, ins[1].Position, ins[2].Position)
+		}
+		w, err := tx.GetWork(ctx, "wrk_1")
+		if err != nil {
+			return err
+		}
+		if w.InputCount != 2 {
+			return fmt.Errorf("input count = %d, want 2", w.InputCount)
+		}
+		list, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: "wrk_1", AfterPosition: 1})
+		if err != nil {
+			return err
+		}
+		return want(len(list) == 1 && list[0].Event == "evt_b", "inputs after 1 = %+v", list)
+	})
+}
+
+func workCases() []Case {
+	return []Case{
+		{Name: "work_round_trip", Run: plain(workRoundTrip), Control: updateWorkZeroesNilFields},
+		{Name: "work_update_fenced", Run: plain(workUpdateFenced), Control: workRevisionBlind},
+		{Name: "work_keys_exclusive", Run: plain(workKeysExclusive), Control: swallowsKeyConflicts},
+		{Name: "work_list_keyset", Run: plain(workListKeyset), Control: workListIgnoresUntil},
+		{Name: "work_list_filters", Run: plain(workListFilters), Control: workListIgnoresParent},
+		{Name: "work_claimable", Run: plain(workClaimable), Control: claimableIgnoresHolds},
+		{Name: "work_count", Run: plain(workCount), Control: countWorkIgnoresStates},
+		{Name: "inputs_queue_once", Run: plain(inputsQueueOnce), Control: refusesRepeatedInput},
+		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
+		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
+	}
+}
+
+func workRoundTrip(ctx context.Context, s storage.Store) error {
+	var parent, w storage.Work
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		ev, err := insertEvent(ctx, tx, "evt_created", nil)
+		if err != nil {
+			return err
+		}
+		if parent, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_parent", Scope: "s1", Binding: "b1", State: storage.WorkRunning, CreatedAt: T0}); err != nil {
+			return err
+		}
+		w, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_1", Scope: "s1", Binding: "b2", State: storage.WorkReady, Parent: parent.ID,
+			CreatedEvent: ev.ID, Grants: []string{"g1", "g2"}, CreatedAt: at(1)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if w.ID != "wrk_1" || w.Scope != "s1" || w.Binding != "b2" || w.State != storage.WorkReady || w.Parent != "wrk_parent" || w.CreatedEvent != "evt_created" ||
+		fmt.Sprint(w.Grants) != "[g1 g2]" || w.Held() || w.InputWatermark != 0 || w.InputCount != 0 || w.Attempts != 0 || !w.CreatedAt.Equal(at(1)) ||
+		w.OutcomeMessage != "" || len(w.OutcomeData) != 0 {
+		return fmt.Errorf("inserted work = %+v", w)
+	}
+	if got, err := s.GetWork(ctx, "wrk_1"); err != nil || !same(got, w) {
+		return fmt.Errorf("work read back = %+v, %v; inserted %+v", got, err, w)
+	}
+	if parent.Parent != "" || len(parent.Grants) != 0 {
+		return fmt.Errorf("a Work without parent and grants = %+v", parent)
+	}
+	dup := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_1", Scope: "s2", Binding: "b1", State: storage.WorkReady, CreatedAt: at(2)})
+		return err
+	})
+	if err := wantErr(dup, storage.ErrDuplicate, "a second Work with the same id"); err != nil {
+		return err
+	}
+	held, detail, msg, wm := "operator_hold", "held by ann", "done so far", int64(3)
+	data := json.RawMessage(`{"x":1}`)
+	var updated, stateOnly, cleared storage.Work
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		updated, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &held, BlockedDetail: &detail, OutcomeMessage: &msg,
+			OutcomeData: &data, InputWatermark: &wm, AddAttempts: 2, Now: at(5)})
+		if err != nil {
+			return err
+		}
+		running := storage.WorkRunning
+		// Nil fields are left as they are.
+		if stateOnly, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", State: &running, AddAttempts: 1, Now: at(6)}); err != nil {
+			return err
+		}
+		none := ""
+		cleared, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &none, Now: at(7)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	reread, err := s.GetWork(ctx, "wrk_1")
+	if err != nil {
+		return err
+	}
+	return first(
+		want(updated.BlockedReason == held && updated.BlockedDetail == detail && updated.Held() && updated.OutcomeMessage == msg && sameJSON(updated.OutcomeData, data) &&
+			updated.InputWatermark == 3 && updated.Attempts == 2 && updated.State == storage.WorkReady && updated.Revision > w.Revision && updated.UpdatedAt.Equal(at(5)) &&
+			fmt.Sprint(updated.Grants) == "[g1 g2]" && updated.Parent == "wrk_parent" && updated.CreatedAt.Equal(at(1)), "updated work = %+v", updated),
+		want(stateOnly.State == storage.WorkRunning && stateOnly.BlockedReason == held && stateOnly.BlockedDetail == detail && stateOnly.OutcomeMessage == msg &&
+			sameJSON(stateOnly.OutcomeData, data) && stateOnly.InputWatermark == 3 && stateOnly.Attempts == 3 && stateOnly.Revision > updated.Revision,
+			"an update of the state alone changed other fields: %+v", stateOnly),
+		want(!cleared.Held() && cleared.BlockedDetail == detail && cleared.State == storage.WorkRunning, "clearing the hold = %+v", cleared),
+		want(same(reread, cleared), "work read back after the updates = %+v, want %+v", reread, cleared),
+	)
+}
+
+func workListFilters(ctx context.Context, s storage.Store) error {
+	specs := []storage.InsertWorkParams{
+		{ID: "wrk_0", Scope: "s1", Binding: "b1", State: storage.WorkReady},
+		{ID: "wrk_1", Scope: "s1", Binding: "b2", State: storage.WorkRunning, Parent: "wrk_0"},
+		{ID: "wrk_2", Scope: "s2", Binding: "b1", State: storage.WorkReady, Parent: "wrk_0"},
+		{ID: "wrk_3", Scope: "s1", Binding: "b1", State: storage.WorkSucceeded, Parent: "wrk_1"},
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i := range specs {
+			specs[i].CreatedAt = at(i)
+			if _, err := tx.InsertWork(ctx, &specs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	checks := []struct {
+		p    storage.ListWorkParams
+		want string
+	}{
+		{storage.ListWorkParams{}, "[wrk_0 wrk_1 wrk_2 wrk_3]"},
+		{storage.ListWorkParams{Scope: "s1"}, "[wrk_0 wrk_1 wrk_3]"},
+		{storage.ListWorkParams{State: storage.WorkReady}, "[wrk_0 wrk_2]"},
+		{storage.ListWorkParams{Parent: "wrk_0"}, "[wrk_1 wrk_2]"},
+		{storage.ListWorkParams{Binding: "b1"}, "[wrk_0 wrk_2 wrk_3]"},
+		{storage.ListWorkParams{Scope: "s1", Binding: "b1", State: storage.WorkSucceeded, Parent: "wrk_1"}, "[wrk_3]"},
+		{storage.ListWorkParams{Parent: "wrk_3"}, "[]"},
+		{storage.ListWorkParams{Scope: "s1", Page: storage.Page{Desc: true, Limit: 2}}, "[wrk_3 wrk_1]"},
+	}
+	for _, c := range checks {
+		ws, err := s.ListWork(ctx, &c.p)
+		if err != nil {
+			return err
+		}
+		if got := list(ws, func(w storage.Work) string { return w.ID }); got != c.want {
+			return fmt.Errorf("ListWork(%+v) = %s, want %s", c.p, got, c.want)
+		}
+	}
+	return nil
+}
+
+func workCount(ctx context.Context, s storage.Store) error {
+	states := []storage.WorkState{storage.WorkReady, storage.WorkRunning, storage.WorkWaiting, storage.WorkSucceeded, storage.WorkFailed, storage.WorkCancelled, storage.WorkReady}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i, st := range states {
+			if _, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: fmt.Sprintf("wrk_%d", i), Scope: "s1", Binding: "b1", State: st, CreatedAt: at(i)}); err != nil {
+				return err
+			}
+		}
+		_, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_other", Scope: "s2", Binding: "b1", State: storage.WorkReady, CreatedAt: T0})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	live, err1 := s.CountWork(ctx, "s1", storage.NonterminalWorkStates)
+	ended, err2 := s.CountWork(ctx, "s1", []storage.WorkState{storage.WorkSucceeded, storage.WorkFailed})
+	other, err3 := s.CountWork(ctx, "s2", storage.NonterminalWorkStates)
+	none, err4 := s.CountWork(ctx, "s3", storage.NonterminalWorkStates)
+	return first(err1, err2, err3, err4,
+		want(live == 4, "nonterminal Work in s1 = %d, want 4", live),
+		want(ended == 2, "succeeded or failed Work in s1 = %d, want 2", ended),
+		want(other == 1, "nonterminal Work in s2 = %d, want 1", other),
+		want(none == 0, "Work in an empty scope = %d, want 0", none),
+	)
+}
+
+func inputsListWindow(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_1"); err != nil {
+		return err
+	}
+	if _, err := SeedWork(ctx, s, "wrk_2"); err != nil {
+		return err
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i := range 5 {
+			id := fmt.Sprintf("evt_in%d", i)
+			if _, err := insertEvent(ctx, tx, id, nil); err != nil {
+				return err
+			}
+			if _, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_1", Event: id, At: at(i)}); err != nil {
+				return err
+			}
+		}
+		_, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_2", Event: "evt_in0", At: at(9)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	pos := func(p storage.ListInputsParams) (string, error) {
+		ins, err := s.ListInputs(ctx, &p)
+		return list(ins, func(in storage.Input) string { return fmt.Sprintf("%d:%s", in.Position, in.Event) }), err
+	}
+	all, err1 := pos(storage.ListInputsParams{Work: "wrk_1"})
+	window, err2 := pos(storage.ListInputsParams{Work: "wrk_1", AfterPosition: 1, UntilPosition: 4, Limit: 2})
+	rest, err3 := pos(storage.ListInputsParams{Work: "wrk_1", AfterPosition: 3, UntilPosition: 4})
+	one, err4 := pos(storage.ListInputsParams{Work: "wrk_1", AfterPosition: 4, UntilPosition: 5, Limit: 1})
+	other, err5 := pos(storage.ListInputsParams{Work: "wrk_2"})
+	ins, err6 := s.ListInputs(ctx, &storage.ListInputsParams{Work: "wrk_1", AfterPosition: 2, Limit: 1})
+	return first(err1, err2, err3, err4, err5, err6,
+		want(all == "[1:evt_in0 2:evt_in1 3:evt_in2 4:evt_in3 5:evt_in4]", "inputs = %s", all),
+		want(window == "[2:evt_in1 3:evt_in2]", "inputs after 1 up to 4, two = %s", window),
+		want(rest == "[4:evt_in3]", "inputs after 3 up to 4 = %s", rest),
+		want(one == "[5:evt_in4]", "the input at 5 = %s", one),
+		want(other == "[1:evt_in0]", "the other Work's inputs = %s, want its own position 1", other),
+		want(len(ins) == 1 && ins[0].Work == "wrk_1" && ins[0].QueuedAt.Equal(at(2)), "input 3 = %+v", ins),
+	)
+}
+
+// workSurvivesReopen: a Work's state, revision and keys persist, and so
+// does its fence.
+func workSurvivesReopen(ctx context.Context, env *Env) error {
+	s := env.Store
+	w, err := SeedWork(ctx, s, "wrk_1")
+	if err != nil {
+		return err
+	}
+	waiting := storage.WorkWaiting
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/7", Work: "wrk_1", At: at(1)}); err != nil {
+			return err
+		}
+		w, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", Revision: w.Revision, State: &waiting, AddAttempts: 1, Now: at(2)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := env.Reopen(); err != nil {
+		return err
+	}
+	s = env.Store
+	got, err := s.GetWork(ctx, "wrk_1")
+	if err != nil {
+		return fmt.Errorf("a Work after a reopen: %w", err)
+	}
+	if !same(got, w) {
+		return fmt.Errorf("the Work after a reopen = %+v, want %+v", got, w)
+	}
+	owner, err := s.GetKeyOwner(ctx, "s1", "pr/7")
+	if err != nil || owner.ID != "wrk_1" {
+		return fmt.Errorf("the owner of pr/7 after a reopen = %+v, %v", owner, err)
+	}
+	keys, err := s.ListWorkKeys(ctx, "wrk_1")
+	if err != nil || fmt.Sprint(keys) != "[pr/7 wrk_1]" {
+		return fmt.Errorf("keys after a reopen = %v, %v", keys, err)
+	}
+	ready := storage.WorkReady
+	stale := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", Revision: w.Revision - 1, State: &ready, Now: at(3)})
+		return err
+	})
+	return wantErr(stale, storage.ErrFenced, "an update at a revision from before the reopen")
+}
