@@ -35,7 +35,7 @@ func openFresh(t *testing.T) storage.Store {
 var engine = storagetest.Engine{Name: "sqlite", Fresh: func(t *testing.T) func() (storage.Store, error) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	return func() (storage.Store, error) {
-		s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path})
+		s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path, Clock: clock.System{}})
 		if err != nil {
 			return nil, err
 		}
