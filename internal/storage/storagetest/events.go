@@ -456,11 +456,13 @@ func txUsableAfterRefusal(ctx context.Context, s storage.Store) error {
 // concurrent writers all commit with a gap-free sequence.
 func txSerialised(ctx context.Context, s storage.Store) error {
 	second := make(chan error, 1)
+	started := make(chan struct{})
 	err := s.WithTx(ctx, func(tx storage.Tx) error {
 		if _, err := insertEvent(ctx, tx, "evt_first", nil); err != nil {
 			return err
 		}
 		go func() {
+			close(started)
 			second <- s.WithTx(ctx, func(tx storage.Tx) error {
 				if _, err := tx.GetEvent(ctx, "evt_first"); err != nil {
 					return fmt.Errorf("the second transaction ran before the first committed: %w", err)
@@ -469,7 +471,14 @@ func txSerialised(ctx context.Context, s storage.Store) error {
 				return err
 			})
 		}()
-		time.Sleep(30 * time.Millisecond)
+		<-started
+		// The second transaction must wait for this one: it cannot end
+		// while this one is open.
+		select {
+		case err := <-second:
+			return fmt.Errorf("a transaction started while another ran ended before it (%v): writes are not serialised", err)
+		case <-time.After(200 * time.Millisecond):
+		}
 		return nil
 	})
 	if err != nil {

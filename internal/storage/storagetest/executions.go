@@ -155,7 +155,29 @@ func executionOneLivePerWork(ctx context.Context, s storage.Store) error {
 		return fmt.Errorf("a new execution after the first finished: %w", err)
 	}
 	live, err := s.GetLiveExecution(ctx, "wrk_1")
-	return first(err, want(live.ID == "exe_2", "live execution = %s, want exe_2", live.ID))
+	if err := first(err, want(live.ID == "exe_2", "live execution = %s, want exe_2", live.ID)); err != nil {
+		return err
+	}
+	// A parked execution is live too: it still holds the Work.
+	parked := storage.ExecutionParked
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_2", Epoch: 1, State: &parked, Now: at(2)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := wantErr(insert("exe_3"), storage.ErrDuplicate, "a new execution while one is parked"); err != nil {
+		return err
+	}
+	live, err = s.GetLiveExecution(ctx, "wrk_1")
+	if err := first(err, want(live.ID == "exe_2" && live.State == parked, "live execution = %+v, want parked exe_2", live)); err != nil {
+		return err
+	}
+	if err := finish(ctx, s, "exe_2", 1); err != nil {
+		return err
+	}
+	_, none := s.GetLiveExecution(ctx, "wrk_1")
+	return wantErr(none, storage.ErrNotFound, "the live execution of a Work whose executions all finished")
 }
 
 func declarationOnePending(ctx context.Context, s storage.Store) error {
