@@ -305,11 +305,12 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.rt, err = kernel.New(kernel.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
 		return err
 	}
-	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store})
+	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store, Scopes: svc})
 	actions := toolbelt.NewActions(d.ctl, d.host)
 	d.tb, err = toolbelt.New(toolbelt.Options{
 		Runtime: d.rt, Store: d.store, Host: d.host, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
+		Scopes:        svc,
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
 		Logger:        d.log.With("component", "toolbelt"),

@@ -13,6 +13,9 @@ import (
 type ControlOptions struct {
 	Runtime *Runtime
 	Store   storage.Store
+	// Scopes answers what the configuration says of a scope; Emit and
+	// CreateWork apply their rules to its active generation. Required.
+	Scopes Scopes
 }
 
 // Control holds the operator controls the management API calls. Each
@@ -22,13 +25,18 @@ type ControlOptions struct {
 // request completes the same operation and returns its result instead of
 // acting twice.
 type Control struct {
-	rt    *Runtime
-	store storage.Store
+	rt     *Runtime
+	store  storage.Store
+	scopes Scopes
 }
 
-// NewControl returns the operator controls.
+// NewControl returns the operator controls. It panics without Scopes: the
+// rules of Emit and CreateWork cannot be applied without it.
 func NewControl(opts ControlOptions) *Control {
-	return &Control{rt: opts.Runtime, store: opts.Store}
+	if opts.Scopes == nil {
+		panic("kernel: NewControl needs Scopes")
+	}
+	return &Control{rt: opts.Runtime, store: opts.Store, scopes: opts.Scopes}
 }
 
 // ActorOf returns the principal named on the request (WithActor), or
@@ -43,12 +51,13 @@ func ActorOf(ctx context.Context) (string, error) {
 
 // EmitRequest is an operator's event.
 type EmitRequest struct {
+	// Scope may be left empty with a Parent: the event takes its parent's.
 	Scope          string
 	Type           string
 	Data           json.RawMessage
 	CorrelationKey string
-	// Parent, when set, makes it a derived event under causal bounds; the
-	// caller has checked the operator may read it.
+	// Parent, when set, makes it a derived event under causal bounds, in
+	// its parent's scope; the caller has checked the operator may read it.
 	Parent     string
 	DeliveryID string
 }
@@ -61,21 +70,30 @@ type EmitResult struct {
 
 // Emit accepts an operator's event from core.manual (a root, or derived
 // from Parent) and routes it at once. Operators cannot send core.* types.
+// The event goes to an active scope of the active configuration
+// generation (scope_inactive); a derived event stays in its parent's scope
+// (parent_not_found, invalid_event).
 func (c *Control) Emit(ctx context.Context, req EmitRequest) (EmitResult, error) {
 	actor, err := ActorOf(ctx)
 	if err != nil {
 		return EmitResult{}, err
 	}
+	if req.Type == "" {
+		return EmitResult{}, Refuse(extension.ErrInvalid, ErrInvalidEvent.Code, "type is required: a namespaced event type such as deploy.requested")
+	}
 	if IsCore(req.Type) {
 		return EmitResult{}, Refuse(extension.ErrInvalid, ErrCoreTypeReserved.Code, "type %s is reserved for the host; send a namespaced type of your own", req.Type)
 	}
-	ev := storage.Event{
-		Type: req.Type, Source: SourceManual, Scope: req.Scope, CorrelationKey: req.CorrelationKey, Data: req.Data,
-		Parent: req.Parent, Actor: actor, DeliveryID: req.DeliveryID,
-	}
 	var out EmitResult
 	err = c.store.WithTx(ctx, func(tx storage.Tx) error {
-		var err error
+		scope, err := c.emitScope(ctx, tx, req)
+		if err != nil {
+			return err
+		}
+		ev := storage.Event{
+			Type: req.Type, Source: SourceManual, Scope: scope, CorrelationKey: req.CorrelationKey, Data: req.Data,
+			Parent: req.Parent, Actor: actor, DeliveryID: req.DeliveryID,
+		}
 		if req.Parent != "" {
 			out.Event, err = c.rt.AcceptDerivedInTx(ctx, tx, ev, c.rt.Causal())
 		} else {
@@ -90,6 +108,31 @@ func (c *Control) Emit(ctx context.Context, req EmitRequest) (EmitResult, error)
 	return out, err
 }
 
+// emitScope is the scope an operator's event goes to: its parent's when it
+// has one (naming another is refused), else the one named; either way an
+// active scope.
+func (c *Control) emitScope(ctx context.Context, rd storage.Reader, req EmitRequest) (string, error) {
+	scope := req.Scope
+	if req.Parent != "" {
+		parent, err := rd.GetEvent(ctx, req.Parent)
+		if errors.Is(err, storage.ErrNotFound) {
+			return "", Refuse(extension.ErrInvalid, ErrParentNotFound.Code, "parent event %s does not exist; name an accepted event", clip(req.Parent))
+		}
+		if err != nil {
+			return "", err
+		}
+		if scope == "" {
+			scope = parent.Scope
+		} else if scope != parent.Scope {
+			return "", Refuse(extension.ErrInvalid, ErrInvalidEvent.Code, "a derived event stays in its parent's scope %s; leave scope out or name that one", parent.Scope)
+		}
+	}
+	if scope == "" {
+		return "", Refuse(extension.ErrInvalid, ErrInvalidEvent.Code, "scope is required (or a parent, whose scope the event takes)")
+	}
+	return scope, ActiveScope(ctx, c.scopes, scope)
+}
+
 // InputSpec is an event to bind to a Work as input.
 type InputSpec struct {
 	Type string
@@ -100,8 +143,9 @@ type InputSpec struct {
 type CreateWorkRequest struct {
 	// ID is the Work's id, derived from the idempotency key ("" for a
 	// fresh one).
-	ID      string
-	Scope   string
+	ID    string
+	Scope string
+	// Binding may be left empty when the scope has exactly one binding.
 	Binding string
 	Keys    []string
 	Grants  []string
@@ -123,11 +167,17 @@ type CreateWorkResult struct {
 
 // CreateWork creates a ready Work with its root core.work.created and its
 // explicitly bound queued input, in one transaction. Nothing is launched
-// directly: the scheduler claims it. The caller has checked that the
-// binding exists in the scope and that its grants are the binding's.
+// directly: the scheduler claims it. The scope, binding and grants follow
+// WorkBinding in the active configuration generation.
 func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (CreateWorkResult, error) {
 	actor, err := ActorOf(ctx)
 	if err != nil {
+		return CreateWorkResult{}, err
+	}
+	if req.Scope == "" {
+		return CreateWorkResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "scope is required: name the scope the Work runs in (open-conduit scopes lists them)")
+	}
+	if req.Binding, err = WorkBinding(ctx, c.scopes, 0, req.Scope, req.Binding, req.Grants); err != nil {
 		return CreateWorkResult{}, err
 	}
 	if req.Input != nil && IsCore(req.Input.Type) {

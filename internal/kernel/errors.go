@@ -62,6 +62,13 @@ var (
 	ErrInvalidWork       = &Error{Code: "invalid_work", Kind: extension.ErrInvalid}
 	ErrActorRequired     = &Error{Code: "actor_required", Kind: extension.ErrUnauthorized}
 
+	// The rules of where operator events and new Work may go (see
+	// WorkBinding): an active scope, and a binding and grants of its own.
+	ErrScopeInactive   = &Error{Code: "scope_inactive", Kind: extension.ErrInvalid}
+	ErrBindingRequired = &Error{Code: "binding_required", Kind: extension.ErrInvalid}
+	ErrUnknownBinding  = &Error{Code: "unknown_binding", Kind: extension.ErrInvalid}
+	ErrUnknownGrant    = &Error{Code: "unknown_grant", Kind: extension.ErrInvalid}
+
 	// ErrStaleEpoch: the call names an epoch that is not the execution's
 	// current live one, or an owner that does not hold it.
 	ErrStaleEpoch = &Error{Code: "stale_epoch", Kind: extension.ErrForbidden}

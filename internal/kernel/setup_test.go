@@ -51,7 +51,13 @@ func (b *bundle) open(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: b.rt, Store: s})
+	b.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: b.rt, Store: s, Scopes: scopes})
+}
+
+// scopes is the configuration the tests' operator controls see.
+var scopes = kernel.ScopeTable{
+	"s1": {Generation: 1, Active: true, Bindings: map[string]kernel.BindingView{"b1": {Grants: []string{"deploy"}}}},
+	"s2": {Generation: 1, Active: true, Bindings: map[string]kernel.BindingView{"b1": {}}},
 }
 
 // reopen closes the file and opens it again: whatever a test reads next

@@ -139,30 +139,6 @@ func (rs *Resources) emit(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
-	if req.Type == "" {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "type is required: a namespaced event type such as deploy.requested")
-	}
-	if req.Parent != "" {
-		parent, err := rs.store.GetEvent(ctx, req.Parent)
-		if err != nil {
-			if storage.IsNotFound(err) {
-				return nil, httpapi.Wrap(httpapi.CodeInvalidRequest, err, "parent event "+httpapi.Clip(req.Parent)+" does not exist; name an accepted event")
-			}
-			return nil, err
-		}
-		if req.Scope == "" {
-			req.Scope = parent.Scope
-		} else if req.Scope != parent.Scope {
-			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "a derived event stays in its parent's scope %s; leave scope out or name that one", parent.Scope)
-		}
-	}
-	if req.Scope == "" {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope is required (or a parent, whose scope the event takes)")
-	}
-	snap := rs.config.Active()
-	if sc, ok := snap.Scope(req.Scope); !ok || !sc.Active {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(req.Scope), snap.Generation)
-	}
 	data, err := objectData("data", req.Data)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -93,36 +91,6 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 	var req CreateWorkRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return nil, err
-	}
-	snap := rs.config.Active()
-	if req.Scope == "" {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope is required: name the scope the Work runs in (open-conduit scopes lists them)")
-	}
-	sc, ok := snap.Scope(req.Scope)
-	if !ok || !sc.Active || sc.Bindings == nil {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s is not an active scope of configuration generation %d (open-conduit scopes lists them)", httpapi.Clip(req.Scope), snap.Generation)
-	}
-	if req.Binding == "" {
-		if len(sc.Bindings) != 1 {
-			names := make([]string, 0, len(sc.Bindings))
-			for id := range sc.Bindings {
-				names = append(names, id)
-			}
-			sort.Strings(names)
-			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s has %d bindings (%s); name one with binding", req.Scope, len(names), strings.Join(names, ", "))
-		}
-		for id := range sc.Bindings {
-			req.Binding = id
-		}
-	}
-	b, ok := sc.Bindings[req.Binding]
-	if !ok {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s has no binding %s", req.Scope, httpapi.Clip(req.Binding))
-	}
-	for _, g := range req.Grants {
-		if _, ok := b.Grants[g]; !ok {
-			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "binding %s of scope %s has no grant %s", req.Binding, req.Scope, httpapi.Clip(g))
-		}
 	}
 	var input *kernel.InputSpec
 	if req.Input != nil {

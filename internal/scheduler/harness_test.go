@@ -146,7 +146,10 @@ func (h *harness) open() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: h.rt, Store: h.store})
+	extra := kernel.BindingView{Grants: []string{"extra"}}
+	h.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: h.rt, Store: h.store, Scopes: kernel.ScopeTable{
+		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": extra, "br": extra, "bn": extra, "bs": extra, "bi": extra}},
+	}})
 	h.arts, err = storage.NewArtifacts(h.store, filepath.Join(h.dir, "artifacts"))
 	if err != nil {
 		t.Fatal(err)

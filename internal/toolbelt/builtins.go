@@ -209,18 +209,16 @@ func (tb *Toolbelt) createWork(ctx context.Context, tx storage.Tx, s *segment, c
 	if in.Input != nil && in.Input.CorrelationKey != "" {
 		return nil, kernel.Refuse(extension.ErrInvalid, "invalid_request", "a child's input takes no correlation key; give the child one with correlation_key")
 	}
+	// Without a binding the child runs on this attempt's own; the binding
+	// and its grants then follow the kernel's rules in the generation the
+	// attempt is pinned to.
 	binding := in.Binding
 	if binding == "" {
 		binding = call.tok.Binding
 	}
-	ba, ok := tb.opts.Bindings(call.tok.Generation, call.tok.Scope, binding)
-	if !ok {
-		return nil, kernel.Refuse(extension.ErrInvalid, "unknown_binding", "scope %s has no binding %s", call.tok.Scope, binding)
-	}
-	for _, g := range in.Grants {
-		if _, ok := ba.Grants[g]; !ok {
-			return nil, kernel.Refuse(extension.ErrInvalid, "unknown_grant", "binding %s has no grant %s", binding, g)
-		}
+	binding, err := kernel.WorkBinding(ctx, tb.opts.Scopes, call.tok.Generation, call.tok.Scope, binding, in.Grants)
+	if err != nil {
+		return nil, err
 	}
 	parent, err := cause(ctx, tx, s)
 	if err != nil {

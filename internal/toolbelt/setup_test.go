@@ -51,7 +51,10 @@ func (b *bundle) open(t *testing.T) {
 	if b.rt, err = kernel.New(kernel.Options{Clock: b.clock, IDs: b.ids, Routes: kernel.RouteTable{}}); err != nil {
 		t.Fatal(err)
 	}
-	b.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: b.rt, Store: s})
+	b.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: b.rt, Store: s, Scopes: kernel.ScopeTable{
+		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": {}}},
+		"s2": {Active: true, Bindings: map[string]kernel.BindingView{"b1": {}}},
+	}})
 }
 
 // reopen closes the file and opens it again: whatever a test reads next

@@ -62,6 +62,11 @@ type Options struct {
 	// Bindings returns what a binding of the pinned generation grants
 	// (false when the scope has no such binding). Required.
 	Bindings func(generation int64, scope, binding string) (BindingAuthority, bool)
+	// Scopes answers what a generation says of a scope: create_work
+	// applies the kernel's rules of a new Work's binding and grants
+	// (kernel.WorkBinding) to the attempt's pinned generation through it.
+	// Required.
+	Scopes kernel.Scopes
 	// Authorize is the current ceiling of a scope: whether op may be
 	// called there now (false for a disabled or removed scope). It is
 	// asked on every call, outside storage, so an apply that narrows a
@@ -124,8 +129,8 @@ func New(opts Options) (*Toolbelt, error) {
 		return nil, errors.New("toolbelt: a toolbelt needs the extension Host")
 	case opts.Owner == "":
 		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
-	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
-		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize and AuthorizeRead")
+	case opts.Bindings == nil || opts.Scopes == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Scopes, Authorize and AuthorizeRead")
 	case opts.Logger == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs a Logger")
 	}

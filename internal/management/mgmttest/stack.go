@@ -149,7 +149,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := kernel.NewControl(kernel.ControlOptions{Runtime: rt, Store: store})
+	ctl := kernel.NewControl(kernel.ControlOptions{Runtime: rt, Store: store, Scopes: cfg})
 	arts, err := storage.NewArtifacts(store, filepath.Join(opts.StateDir, "artifacts"))
 	if err != nil {
 		t.Fatal(err)

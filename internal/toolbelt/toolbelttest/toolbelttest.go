@@ -101,6 +101,9 @@ func (e *Env) Options() toolbelt.Options {
 				Grants: map[string][]string{Grant: {"acme.extra"}},
 			}, true
 		},
+		Scopes: kernel.ScopeTable{Scope: {Active: true, Bindings: map[string]kernel.BindingView{
+			Binding: {Grants: []string{Grant}}, Resumable: {Grants: []string{Grant}},
+		}}},
 		Authorize:     e.Ceiling.Authorize,
 		AuthorizeRead: e.Ceiling.AuthorizeRead,
 		Logger:        slog.New(slog.DiscardHandler),
