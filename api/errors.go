@@ -109,6 +109,8 @@ const (
 	CodeKeyTaken            = "key_taken"
 	CodeInvalidWork         = "invalid_work"
 	CodeActorRequired       = "actor_required"
+	CodeScopeInactive       = "scope_inactive"
+	CodeBindingRequired     = "binding_required"
 	CodeStaleEpoch          = "stale_epoch"
 	CodeLeaseExpired        = "lease_expired"
 	CodeNotRunning          = "not_running"

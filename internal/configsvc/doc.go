@@ -4,7 +4,8 @@
 // save of <state>/config.json keeping config.json.last-good, then the
 // generation, its redacted snapshot and the scope records published in one
 // storage transaction) and hands out the snapshots that attempts are
-// pinned to.
+// pinned to. It answers the kernel's ports onto the configuration: the
+// routes (kernel.RouteProvider) and the scopes (kernel.Scopes).
 //
 // Its refusals are its own (*Refusal with ErrStaleGeneration,
 // ErrScopeInUse, ErrHashMismatch, ErrInvalidConfig); it knows nothing of

@@ -40,6 +40,13 @@ func TestClassify(t *testing.T) {
 		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
 		{fmt.Errorf("emit: %w", kernel.ErrCausalDepthExceeded), 422, "causal_depth_exceeded"},
 		{kernel.ErrCausalRateExceeded, 429, "causal_rate_exceeded"},
+		// The rules of operator events and new Work (kernel.WorkBinding)
+		// answer as the handlers that made them did.
+		{kernel.Refuse(extension.ErrInvalid, kernel.ErrScopeInactive.Code, "scope x is not active"), 422, "invalid_request"},
+		{kernel.Refuse(extension.ErrInvalid, kernel.ErrBindingRequired.Code, "name one"), 422, "invalid_request"},
+		{kernel.Refuse(extension.ErrInvalid, kernel.ErrUnknownBinding.Code, "no binding b"), 422, "invalid_request"},
+		{kernel.Refuse(extension.ErrInvalid, kernel.ErrUnknownGrant.Code, "no grant g"), 422, "invalid_request"},
+		{kernel.Refuse(extension.ErrInvalid, kernel.ErrParentNotFound.Code, "no parent"), 422, "invalid_request"},
 		{&extension.OperationError{Code: "github_rate_limited", Message: "try later"}, 422, "github_rate_limited"},
 		{fmt.Errorf("gate: %w", &extension.GateRefusal{Gate: "human", Err: &extension.OperationError{Code: "denied", Message: "no"}}), 422, "denied"},
 		{Errorf(CodeStaleGeneration, "generation 3 is active"), 409, "stale_generation"},
