@@ -3,9 +3,14 @@ package management
 import (
 	"encoding/base64"
 	stdjson "encoding/json"
+	"flag"
 	"fmt"
+	"maps"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,11 +47,83 @@ func wireBytes(t *testing.T, v any) string {
 	return string(b)
 }
 
-// sameWire fails unless today's body and the conversion's encode alike.
+// sameWire fails unless today's body and the conversion's encode alike,
+// and records the conversion's body in g.
 func sameWire(t *testing.T, name string, today, converted any) {
 	t.Helper()
 	if a, b := wireBytes(t, today), wireBytes(t, converted); a != b {
 		t.Errorf("%s: the conversion changes the wire:\ntoday:     %s\nconverted: %s", name, a, b)
+	}
+	goldenOf(t).add(name, converted)
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the conversions")
+
+// golden holds one test's bodies, by sample name, to
+// testdata/<test>.golden: one line per sample, "name<TAB>body", sorted.
+type golden struct {
+	t   *testing.T
+	got map[string]string
+}
+
+var goldens = map[*testing.T]*golden{}
+
+// goldenOf returns the test's golden, checked when the test ends.
+func goldenOf(t *testing.T) *golden {
+	if g, ok := goldens[t]; ok {
+		return g
+	}
+	g := &golden{t: t, got: map[string]string{}}
+	goldens[t] = g
+	t.Cleanup(func() { g.check(); delete(goldens, t) })
+	return g
+}
+
+func (g *golden) add(name string, v any) {
+	g.t.Helper()
+	if _, dup := g.got[name]; dup {
+		g.t.Fatalf("golden sample %q twice", name)
+	}
+	g.got[name] = wireBytes(g.t, v)
+}
+
+func (g *golden) check() {
+	t := g.t
+	path := filepath.Join("testdata", strings.ToLower(strings.TrimPrefix(t.Name(), "TestWire"))+".golden")
+	names := slices.Sorted(maps.Keys(g.got))
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n + "\t" + g.got[n] + "\n")
+	}
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to write it)", err, t.Name())
+	}
+	want := map[string]string{}
+	for line := range strings.Lines(string(raw)) {
+		n, body, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		want[n] = body
+	}
+	for _, n := range names {
+		if w, ok := want[n]; !ok {
+			t.Errorf("%s: %s has no golden body", path, n)
+		} else if w != g.got[n] {
+			t.Errorf("%s: the wire of %s changed:\ngolden: %s\nnow:    %s", path, n, w, g.got[n])
+		}
+	}
+	for n := range want {
+		if _, ok := g.got[n]; !ok {
+			t.Errorf("%s: golden sample %s is no longer sent", path, n)
+		}
 	}
 }
 
@@ -191,11 +268,29 @@ func TestWireResults(t *testing.T) {
 	for name, res := range samples[kernel.EmitResult](t, nil) {
 		sameWire(t, "Emitted "+name, EmitResponse{Event: res.Event, Decision: res.Decision, Existing: res.Event.Replayed}, emittedOut(res))
 	}
-	for name, a := range samples(t, func(a *toolbelt.ActionInfo) { a.InputSchema = stdjson.RawMessage(`{"type":"object"}`) }) {
+}
+
+func TestWireActions(t *testing.T) {
+	for name, a := range map[string]toolbelt.ActionInfo{
+		"filled": {Name: "acme.deploy", Registration: "acme", Summary: "Deploy a ref", InputSchema: stdjson.RawMessage(`{"properties":{"ref":{"type":"string"}},"type":"object"}`)},
+		"zero":   {},
+		"plain":  {Name: "acme.ping", Registration: "acme", InputSchema: stdjson.RawMessage(`{"type":"object"}`)},
+	} {
 		list := Page[toolbelt.ActionInfo]{Items: []toolbelt.ActionInfo{a}}
 		sameWire(t, "Page<Action> "+name, list, pageOut(list, actionOut))
 	}
-	for name, res := range samples[toolbelt.ActResult](t, nil) {
+	none := Page[toolbelt.ActionInfo]{}
+	sameWire(t, "Page<Action> none", none, pageOut(none, actionOut))
+	ev := storage.Event{Seq: 9, ID: "evt_1", Type: "core.action", Source: "core.action", Scope: "setup", Work: "wrk_1",
+		Data: stdjson.RawMessage(`{"action":"acme.deploy","input":{"ref":"main"}}`), Root: "evt_1", Actor: "operator:local",
+		DeliveryID: "actions.act:0a1b", AcceptedAt: wireTime}
+	replayed := ev
+	replayed.Replayed = true
+	for name, res := range map[string]toolbelt.ActResult{
+		"filled":   {Event: ev, Result: stdjson.RawMessage(`{"deployed":"main"}`)},
+		"replayed": {Event: replayed, Result: stdjson.RawMessage(`{}`)},
+		"zero":     {},
+	} {
 		sameWire(t, "Acted "+name, ActResponse{Event: res.Event, Result: res.Result, Existing: res.Event.Replayed}, actedOut(res))
 	}
 }
@@ -316,6 +411,7 @@ func TestWireEnvelope(t *testing.T) {
 		if err != nil || strings.TrimSpace(rec.Body.String()) != string(b) {
 			t.Errorf("envelope %s: the writer sends %s, converted %s (%v)", name, rec.Body.String(), b, err)
 		}
+		goldenOf(t).add("Envelope "+name, stdjson.RawMessage(strings.TrimSpace(rec.Body.String())))
 	}
 }
 
