@@ -65,7 +65,7 @@ var rules = map[string][]string{
 
 	// Servers: the shared HTTP discipline, the configuration lifecycle,
 	// the execution socket, and the operator routes over all of them.
-	"internal/httpapi":     {"extension", "internal/kernel"},
+	"internal/httpapi":     {"api", "extension", "internal/kernel"},
 	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
 	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
@@ -92,6 +92,7 @@ var rules = map[string][]string{
 
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
+	"internal/wire/wiretest":       {},
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},

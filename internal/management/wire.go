@@ -18,9 +18,7 @@ import (
 // package wire, the one copy the toolbelt's read_context shares.
 
 // pageOut converts one page of records.
-func pageOut[T, U any](p Page[T], out func(T) U) api.Page[U] {
-	return wire.Page(api.Page[T]{Items: p.Items, NextCursor: p.NextCursor}, out)
-}
+func pageOut[T, U any](p api.Page[T], out func(T) U) api.Page[U] { return wire.Page(p, out) }
 
 var (
 	eventOut        = wire.Event
@@ -29,7 +27,6 @@ var (
 	waitOut         = wire.Wait
 	artifactOut     = wire.Artifact
 	toolbeltCallOut = wire.ToolbeltCall
-	decisionOut     = wire.Decision
 	createdWorkOut  = wire.CreatedWork
 	controlledOut   = wire.Controlled
 	wokenOut        = wire.Woken
@@ -144,14 +141,4 @@ func warningsOut(ws []config.Warning) []api.Warning {
 		out = append(out, api.Warning{Pointer: w.Pointer, Code: w.Code, Message: w.Message})
 	}
 	return out
-}
-
-// errorOut is the envelope of a refusal; diagnostics only for
-// invalid_config, and absent when there are none.
-func errorOut(code, message string, diagnostics []config.Diagnostic) api.ErrorEnvelope {
-	body := api.ErrorBody{Code: code, Message: message}
-	if len(diagnostics) > 0 {
-		body.Diagnostics = diagnosticsOut(diagnostics)
-	}
-	return api.ErrorEnvelope{Error: body}
 }
