@@ -162,11 +162,12 @@ type ParkedResult struct {
 
 // ReadContextResult is the result of read_context: each member only when
 // the scope's read ceiling allows it (Work for the work read, Inputs and
-// Events for the events read).
+// Events for the events read). The members are in the order the host has
+// always sent them, by name.
 type ReadContextResult struct {
-	Work   *Work          `json:"work,omitzero"`
-	Inputs []ContextInput `json:"inputs,omitzero"`
 	Events []Event        `json:"events,omitzero"`
+	Inputs []ContextInput `json:"inputs,omitzero"`
+	Work   *Work          `json:"work,omitzero"`
 }
 
 // ContextInput is one queued input of the Work in ReadContextResult.

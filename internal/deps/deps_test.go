@@ -21,7 +21,7 @@ const module = "github.com/open-conduit/open-conduit"
 //
 //	primitives  api, extension, internal/clock, ids, unixsock, cliexit, …
 //	records     internal/storage, internal/config, internal/executor, internal/runs
-//	kernel      internal/kernel
+//	kernel      internal/kernel, internal/wire
 //	toolbelt    internal/toolbelt
 //	scheduler   internal/scheduler
 //	servers     internal/httpapi, configsvc, toolbeltapi, management
@@ -55,18 +55,21 @@ var rules = map[string][]string{
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
 
-	// The kernel, the toolbelt above it, the scheduler above both.
+	// The kernel, the toolbelt above it, the scheduler above both. Wire
+	// converts storage's records and the kernel's results into api's types
+	// for every layer above it that answers in them.
 	"internal/kernel":    {"extension", "internal/clock", "internal/ids", "internal/storage"},
-	"internal/toolbelt":  {"extension", "internal/bearer", "internal/clock", "internal/ids", "internal/kernel", "internal/storage"},
+	"internal/wire":      {"api", "internal/kernel", "internal/storage"},
+	"internal/toolbelt":  {"api", "extension", "internal/bearer", "internal/clock", "internal/ids", "internal/kernel", "internal/storage", "internal/wire"},
 	"internal/scheduler": {"extension", "internal/clock", "internal/executor", "internal/ids", "internal/kernel", "internal/storage", "internal/toolbelt"},
 
 	// Servers: the shared HTTP discipline, the configuration lifecycle,
 	// the execution socket, and the operator routes over all of them.
-	"internal/httpapi":     {"extension", "internal/kernel"},
+	"internal/httpapi":     {"api", "extension", "internal/kernel"},
 	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
 	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
-		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi"},
+		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"internal/config", "internal/executor", "internal/executor/shell"},
@@ -89,6 +92,7 @@ var rules = map[string][]string{
 
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
+	"internal/wire/wiretest":       {},
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},
@@ -105,6 +109,7 @@ var rules = map[string][]string{
 var forbidden = map[string][]string{
 	"internal/storage/":    {"net/http"},
 	"internal/kernel/":     {"net/http", "database/sql"},
+	"internal/wire":        {"net/http", "database/sql"},
 	"internal/toolbelt/":   {"net/http", "database/sql"},
 	"internal/scheduler/":  {"net/http", "database/sql"},
 	"internal/config/":     {"net/http", "database/sql"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 )
@@ -138,10 +139,10 @@ type Error struct {
 	Code    Code
 	Message string
 	Err     error
-	// Diagnostics, for invalid_config, are the configuration's problems
-	// (a []config.Diagnostic); they go into the envelope as they are, and
-	// never hold a configured value.
-	Diagnostics any
+	// Diagnostics, for invalid_config, are the configuration's problems;
+	// they go into the envelope as they are, and never hold a configured
+	// value.
+	Diagnostics []api.Diagnostic
 	// Header is sent with the envelope, for a refusal that the protocol
 	// answers with a header of its own (Content-Range on a refused range,
 	// Retry-After). Content-Type, Cache-Control and ETag are the
@@ -168,17 +169,6 @@ func Errorf(code Code, format string, args ...any) *Error {
 // errors.Is and the server's log.
 func Wrap(code Code, err error, message string) *Error {
 	return &Error{Code: code, Message: message, Err: err}
-}
-
-// envelope is the body of every error response.
-type envelope struct {
-	Error envelopeBody `json:"error"`
-}
-
-type envelopeBody struct {
-	Code        string `json:"code"`
-	Message     string `json:"message"`
-	Diagnostics any    `json:"diagnostics,omitempty"`
 }
 
 // kernelCodes are the kernel's refusals that keep their own code in the

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/api"
 )
 
 // HandlerFunc is the one signature of every handler of both sockets. It
@@ -132,7 +134,7 @@ func (wr Writer) Error(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		wr.Log.Error(wr.Failed, append(attrs, "error", err.Error())...)
 	}
-	body := envelopeBody{Code: code, Message: msg}
+	body := api.ErrorBody{Code: code, Message: msg}
 	h := w.Header()
 	if pe := (*Error)(nil); known && errors.As(err, &pe) {
 		body.Diagnostics = pe.Diagnostics
@@ -140,7 +142,7 @@ func (wr Writer) Error(w http.ResponseWriter, r *http.Request, err error) {
 			h[k] = slices.Clone(vals)
 		}
 	}
-	b, merr := json.Marshal(envelope{Error: body})
+	b, merr := json.Marshal(api.ErrorEnvelope{Error: body})
 	if merr != nil {
 		b = []byte(`{"error":{"code":"internal","message":"` + internalMessage + `"}}`)
 	}

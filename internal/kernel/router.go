@@ -23,38 +23,38 @@ const (
 
 // RouteVerdict is one route's verdict on an event, with the reason.
 type RouteVerdict struct {
-	Route   string  `json:"route"`
-	Verdict Verdict `json:"verdict"`
-	Reason  string  `json:"reason"`
+	Route   string
+	Verdict Verdict
+	Reason  string
 }
 
 // Wake is a Wait an event satisfies.
 type Wake struct {
-	Work   string `json:"work"`
-	Wait   string `json:"wait"`
-	Reason string `json:"reason"`
+	Work   string
+	Wait   string
+	Reason string
 }
 
 // Decision is how the router handles an event. Route applies it; Trace
 // returns it without writing anything.
 type Decision struct {
-	Routes []RouteVerdict `json:"routes"`
+	Routes []RouteVerdict
 	// Work is the Work the event resolves to through its correlation key
 	// ("" for none), in WorkState.
-	Work      string            `json:"work,omitempty"`
-	WorkState storage.WorkState `json:"work_state,omitempty"`
-	Effect    Effect            `json:"effect"`
-	Detail    string            `json:"detail"`
+	Work      string
+	WorkState storage.WorkState
+	Effect    Effect
+	Detail    string
 	// Route and Binding name the matching route and, for start, the
 	// binding the new Work runs on.
-	Route   string `json:"route,omitempty"`
-	Binding string `json:"binding,omitempty"`
+	Route   string
+	Binding string
 	// Wait is the Work's Wait the event satisfies (effect wake).
-	Wait string `json:"wait,omitempty"`
+	Wait string
 	// OtherWakes are the waits of other Work the event satisfies.
-	OtherWakes []Wake `json:"other_wakes"`
+	OtherWakes []Wake
 	// Started is the Work a start created (Route only).
-	Started string `json:"started,omitempty"`
+	Started string
 }
 
 // Woke reports whether the event satisfied any Wait.

@@ -2,16 +2,15 @@ package management
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
-	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
@@ -65,7 +64,7 @@ func (as *Actions) list(r *http.Request) (any, error) {
 	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
-	return Page[toolbelt.ActionInfo]{Items: as.control.List()}, nil
+	return pageOut(api.Page[toolbelt.ActionInfo]{Items: as.control.List()}, actionOut), nil
 }
 
 // ActRequest is the body of POST /v1/actions/{name}.
@@ -74,16 +73,6 @@ type ActRequest struct {
 	// Work, when set, is a Work of the scope the action is about.
 	Work  string         `json:"work,omitempty"`
 	Input jsontext.Value `json:"input,omitempty"`
-}
-
-// ActResponse is the answer of an action: the core.action Event that
-// records it and the action's result.
-type ActResponse struct {
-	Event  storage.Event   `json:"event"`
-	Result json.RawMessage `json:"result"`
-	// Existing is true when an earlier request with the same identity
-	// accepted the Event; the action ran again with the same request id.
-	Existing bool `json:"existing"`
 }
 
 func (as *Actions) act(r *http.Request) (any, error) {
@@ -115,5 +104,5 @@ func (as *Actions) act(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ActResponse{Event: res.Event, Result: res.Result, Existing: res.Event.Replayed}, nil
+	return actedOut(res), nil
 }

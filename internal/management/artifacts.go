@@ -28,9 +28,10 @@ func (rs *Resources) listArtifacts(r *http.Request) (any, error) {
 	}
 	f := artifactFilters{Execution: q.Get("execution"), Work: q.Get("work")}
 	ctx := r.Context()
-	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Artifact, error) {
+	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Artifact, error) {
 		return rs.store.ListArtifacts(ctx, &storage.ListArtifactsParams{Execution: f.Execution, Work: f.Work, Page: p})
 	}, func(a storage.Artifact) storage.Position { return storage.Position{CreatedAt: a.CreatedAt, ID: a.ID} })
+	return listOut(page, err, artifactOut)
 }
 
 // artifactETag is the entity tag of an artifact; its bytes never change.
@@ -45,7 +46,7 @@ func (rs *Resources) getArtifact(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "artifact", id)
 	}
-	return httpapi.Tagged(artifactETag(a), a), nil
+	return httpapi.Tagged(artifactETag(a), artifactOut(a)), nil
 }
 
 // byteRange is one satisfiable range of a body: [Start, End], inclusive.

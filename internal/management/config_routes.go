@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -16,17 +15,6 @@ import (
 // The configuration routes: get (the active generation, redacted),
 // validate and apply.
 
-// ConfigView is the body of GET /v1/config.
-type ConfigView struct {
-	Generation int64  `json:"generation"`
-	Hash       string `json:"hash"`
-	// Config is the normalized configuration with every secret reference
-	// replaced by <scheme>:<redacted>.
-	Config    jsontext.Value `json:"config"`
-	Actor     string         `json:"actor"`
-	CreatedAt time.Time      `json:"created_at"`
-}
-
 func (rs *Resources) getConfig(r *http.Request) (any, error) {
 	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
@@ -35,22 +23,12 @@ func (rs *Resources) getConfig(r *http.Request) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("management: no configuration is active")
 	}
-	v := ConfigView{Generation: g.Number, Hash: g.Hash, Config: jsontext.Value(g.Normalized), Actor: g.Actor, CreatedAt: g.CreatedAt.UTC()}
-	return httpapi.Tagged(fmt.Sprintf("config/%d/%s", g.Number, g.Hash), v), nil
+	return httpapi.Tagged(fmt.Sprintf("config/%d/%s", g.Number, g.Hash), configOut(g)), nil
 }
 
 // ConfigBody is the body of POST /v1/config/validate.
 type ConfigBody struct {
 	Config jsontext.Value `json:"config"`
-}
-
-// ValidateResponse is the body of POST /v1/config/validate: the same
-// shape as open-conduit config check --json.
-type ValidateResponse struct {
-	Valid       bool                `json:"valid"`
-	Hash        string              `json:"hash,omitempty"`
-	Diagnostics []config.Diagnostic `json:"diagnostics"`
-	Warnings    []config.Warning    `json:"warnings"`
 }
 
 func configDocument(v jsontext.Value) ([]byte, error) {
@@ -82,17 +60,7 @@ func (rs *Resources) validateConfig(r *http.Request) (any, error) {
 		return nil, err
 	}
 	snap, res := rs.config.Validate(doc)
-	out := ValidateResponse{Valid: res.Valid(), Diagnostics: res.Diagnostics, Warnings: res.Warnings}
-	if snap != nil {
-		out.Hash = snap.Hash
-	}
-	if out.Diagnostics == nil {
-		out.Diagnostics = []config.Diagnostic{}
-	}
-	if out.Warnings == nil {
-		out.Warnings = []config.Warning{}
-	}
-	return out, nil
+	return validationOut(snap, res), nil
 }
 
 // ApplyBody is the body of POST /v1/config/apply.
@@ -103,14 +71,6 @@ type ApplyBody struct {
 	// Hash, when sent, must be the configuration's hash (as validate
 	// returned it).
 	Hash string `json:"hash,omitempty"`
-}
-
-// ApplyResponse is the body of a successful apply.
-type ApplyResponse struct {
-	Generation         int64            `json:"generation"`
-	Hash               string           `json:"hash"`
-	PreviousGeneration int64            `json:"previous_generation"`
-	Warnings           []config.Warning `json:"warnings"`
 }
 
 func (rs *Resources) applyConfig(r *http.Request) (any, error) {
@@ -130,11 +90,7 @@ func (rs *Resources) applyConfig(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	out := ApplyResponse{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: res.Warnings}
-	if out.Warnings == nil {
-		out.Warnings = []config.Warning{}
-	}
-	return out, nil
+	return appliedOut(res), nil
 }
 
 // configCodes are the codes of the configuration service's refusals.
@@ -161,7 +117,7 @@ func configErr(err error) error {
 		if errors.Is(re.Kind, c.kind) {
 			e := httpapi.Wrap(c.code, err, re.Message)
 			if re.Diagnostics != nil {
-				e.Diagnostics = re.Diagnostics
+				e.Diagnostics = diagnosticsOut(re.Diagnostics)
 			}
 			return e
 		}

@@ -30,13 +30,6 @@ const (
 	MaxPageSize     = 500
 )
 
-// Page is the response shape of every list route. NextCursor is empty on
-// the last page.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
 // Keyset is the position a cursor carries: the upper bound captured when
 // the first page was read (so rows added later never shift the listing)
 // and the key of the last row returned. Events use their acceptance

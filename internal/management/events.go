@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -29,30 +30,30 @@ type seqKey int64
 // pageBySeq serves one page of events by acceptance sequence: the first
 // page captures the last sequence accepted as the bound, so events
 // accepted while the listing is paged never join it.
-func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor string, p storage.ListEventsParams) (Page[storage.Event], error) {
+func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor string, p storage.ListEventsParams) (api.Page[storage.Event], error) {
 	ctx := r.Context()
 	if cursor != "" {
 		ks, err := DecodeCursor[seqKey](rs.cursors, r, filters, cursor)
 		if err != nil {
-			return Page[storage.Event]{}, err
+			return api.Page[storage.Event]{}, err
 		}
 		p.UntilSeq, p.AfterSeq = int64(ks.Bound), int64(ks.After)
 	} else {
 		last, err := rs.store.LastSeq(ctx)
 		if err != nil {
-			return Page[storage.Event]{}, err
+			return api.Page[storage.Event]{}, err
 		}
 		if last == 0 {
-			return Page[storage.Event]{Items: []storage.Event{}}, nil
+			return api.Page[storage.Event]{Items: []storage.Event{}}, nil
 		}
 		p.UntilSeq = last
 	}
 	p.Limit = limit + 1
 	rows, err := rs.store.ListEvents(ctx, &p)
 	if err != nil {
-		return Page[storage.Event]{}, err
+		return api.Page[storage.Event]{}, err
 	}
-	page := Page[storage.Event]{Items: rows}
+	page := api.Page[storage.Event]{Items: rows}
 	if page.Items == nil {
 		page.Items = []storage.Event{}
 	}
@@ -60,7 +61,7 @@ func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor s
 		page.Items = rows[:limit]
 		page.NextCursor, err = EncodeCursor(rs.cursors, r, filters, Keyset[seqKey]{Bound: seqKey(p.UntilSeq), After: seqKey(rows[limit-1].Seq)})
 		if err != nil {
-			return Page[storage.Event]{}, err
+			return api.Page[storage.Event]{}, err
 		}
 	}
 	return page, nil
@@ -73,9 +74,10 @@ func (rs *Resources) listEvents(r *http.Request) (any, error) {
 	}
 	f := eventFilters{Scope: q.Get("scope"), Work: q.Get("work"), Execution: q.Get("execution"), Type: q.Get("type"),
 		Root: q.Get("root"), CorrelationKey: q.Get("correlation_key")}
-	return rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{
+	page, err := rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{
 		Scope: f.Scope, Work: f.Work, Execution: f.Execution, Type: f.Type, Root: f.Root, CorrelationKey: f.CorrelationKey,
 	})
+	return listOut(page, err, eventOut)
 }
 
 // eventETag is the entity tag of an Event; events never change.
@@ -90,7 +92,7 @@ func (rs *Resources) getEvent(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Event", id)
 	}
-	return httpapi.Tagged(eventETag(e), e), nil
+	return httpapi.Tagged(eventETag(e), eventOut(e)), nil
 }
 
 // eventChain serves GET /v1/events/{id}/chain: the whole causal tree the
@@ -109,7 +111,8 @@ func (rs *Resources) eventChain(r *http.Request) (any, error) {
 	f := struct {
 		Root string `json:"root"`
 	}{e.Root}
-	return rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{Root: e.Root})
+	page, err := rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{Root: e.Root})
+	return listOut(page, err, eventOut)
 }
 
 // EmitRequest is the body of POST /v1/events.
@@ -122,15 +125,6 @@ type EmitRequest struct {
 	// Parent makes the event derived from an accepted event, under the
 	// causal bounds; without it the event is a core.manual root.
 	Parent string `json:"parent,omitempty"`
-}
-
-// EmitResponse is the accepted event and how the router handled it.
-type EmitResponse struct {
-	Event    storage.Event   `json:"event"`
-	Decision kernel.Decision `json:"decision"`
-	// Existing is true when an earlier request with the same identity
-	// accepted it.
-	Existing bool `json:"existing"`
 }
 
 func (rs *Resources) emit(r *http.Request) (any, error) {
@@ -157,5 +151,5 @@ func (rs *Resources) emit(r *http.Request) (any, error) {
 	if res.Event.Replayed {
 		status = http.StatusOK
 	}
-	return &httpapi.Response{Status: status, Body: EmitResponse{Event: res.Event, Decision: res.Decision, Existing: res.Event.Replayed}}, nil
+	return &httpapi.Response{Status: status, Body: emittedOut(res)}, nil
 }

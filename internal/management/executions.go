@@ -42,9 +42,10 @@ func (rs *Resources) listExecutions(r *http.Request) (any, error) {
 		states = []storage.ExecutionState{storage.ExecutionState(f.State)}
 	}
 	ctx := r.Context()
-	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Execution, error) {
+	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Execution, error) {
 		return rs.store.ListExecutions(ctx, &storage.ListExecutionsParams{Work: f.Work, Scope: f.Scope, States: states, Page: p})
 	}, func(e storage.Execution) storage.Position { return storage.Position{CreatedAt: e.CreatedAt, ID: e.ID} })
+	return listOut(page, err, executionOut)
 }
 
 func executionETag(e storage.Execution) string {
@@ -60,7 +61,7 @@ func (rs *Resources) getExecution(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "execution", id)
 	}
-	return httpapi.Tagged(executionETag(e), e), nil
+	return httpapi.Tagged(executionETag(e), executionOut(e)), nil
 }
 
 // cancelExecution fences one attempt and holds its Work

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -213,7 +214,7 @@ func (f *fixture) list(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	page := management.Page[thing]{Items: []thing{}}
+	page := api.Page[thing]{Items: []thing{}}
 	for _, th := range f.things {
 		if th.Seq <= ks.After || th.Seq > ks.Bound || (filters.Name != "" && th.Name != filters.Name) {
 			continue

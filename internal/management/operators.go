@@ -191,9 +191,9 @@ func (o *Operators) Rotate(ctx context.Context, p Principal) (Issued, error) {
 
 // RevokeResult says what a revocation revoked.
 type RevokeResult struct {
-	TokenID string `json:"token_id"`
-	Class   Class  `json:"class"`
-	Revoked bool   `json:"revoked"`
+	TokenID string
+	Class   Class
+	Revoked bool
 }
 
 // Revoke revokes the credential or execution token with this id on
@@ -327,45 +327,6 @@ func (o *Operators) issueOwner(ctx context.Context, path, oldID string) error {
 	return o.store.RevokeAndInsert(ctx, oldID, o.clock.Now(), is.Credential)
 }
 
-// OperatorInfo is a credential as the listing shows it: never a token or
-// a digest.
-type OperatorInfo struct {
-	Name      string     `json:"name"`
-	Role      Role       `json:"role"`
-	TokenID   string     `json:"token_id"`
-	Owner     bool       `json:"owner"`
-	Active    bool       `json:"active"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
-
-func infoOf(c Credential) OperatorInfo {
-	info := OperatorInfo{
-		Name: c.Name, Role: c.Role, TokenID: c.ID, Owner: c.Name == OwnerName,
-		Active: c.Active(), CreatedAt: c.CreatedAt.UTC(),
-	}
-	if !c.Active() {
-		t := c.RevokedAt.UTC()
-		info.RevokedAt = &t
-	}
-	return info
-}
-
-// IssuedResponse is the body that returns a token, once: operator issue
-// and rotation. It is never stored in idempotency history.
-type IssuedResponse struct {
-	Name      string    `json:"name"`
-	Role      Role      `json:"role"`
-	TokenID   string    `json:"token_id"`
-	Token     string    `json:"token"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func issuedResponse(is Issued) IssuedResponse {
-	c := is.Credential
-	return IssuedResponse{Name: c.Name, Role: c.Role, TokenID: c.ID, Token: is.Token, CreatedAt: c.CreatedAt.UTC()}
-}
-
 // IssueRequest is the body of POST /v1/auth/operators.
 type IssueRequest struct {
 	Name string `json:"name"`
@@ -386,7 +347,7 @@ func (s *Server) handleIssueOperator(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &httpapi.Response{Status: http.StatusCreated, Body: issuedResponse(is)}, nil
+	return &httpapi.Response{Status: http.StatusCreated, Body: issuedOut(is)}, nil
 }
 
 // operatorFilters are the filters of GET /v1/auth/operators, bound into
@@ -409,11 +370,7 @@ func (s *Server) handleListOperators(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := Page[OperatorInfo]{Items: make([]OperatorInfo, 0, len(creds.Items)), NextCursor: creds.NextCursor}
-	for _, c := range creds.Items {
-		page.Items = append(page.Items, infoOf(c))
-	}
-	return page, nil
+	return pageOut(creds, operatorOut), nil
 }
 
 func (s *Server) handleRotate(r *http.Request) (any, error) {
@@ -426,7 +383,7 @@ func (s *Server) handleRotate(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return issuedResponse(is), nil
+	return issuedOut(is), nil
 }
 
 func (s *Server) handleRevoke(r *http.Request) (any, error) {
@@ -435,5 +392,9 @@ func (s *Server) handleRevoke(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p, _ := PrincipalFrom(r.Context())
-	return s.ops.Revoke(r.Context(), p, req.TokenID, s.opts.ExecutionTokens)
+	res, err := s.ops.Revoke(r.Context(), p, req.TokenID, s.opts.ExecutionTokens)
+	if err != nil {
+		return nil, err
+	}
+	return revokedOut(res), nil
 }

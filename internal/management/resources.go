@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
@@ -192,30 +193,30 @@ func listQuery(r *http.Request, filters ...string) (q url.Values, limit int, cur
 // rows added while it is paged never shift it; a cursor carries the bound
 // and the last row returned, bound to the endpoint and the filters.
 func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, cursor string,
-	fetch func(p storage.Page) ([]T, error), pos func(T) storage.Position) (Page[T], error) {
+	fetch func(p storage.Page) ([]T, error), pos func(T) storage.Position) (api.Page[T], error) {
 	var bound posKey
 	var after *storage.Position
 	if cursor != "" {
 		ks, err := DecodeCursor[posKey](c, r, filters, cursor)
 		if err != nil {
-			return Page[T]{}, err
+			return api.Page[T]{}, err
 		}
 		bound, after = ks.Bound, ks.After.position()
 	} else {
 		last, err := fetch(storage.Page{Desc: true, Limit: 1})
 		if err != nil {
-			return Page[T]{}, err
+			return api.Page[T]{}, err
 		}
 		if len(last) == 0 {
-			return Page[T]{Items: []T{}}, nil
+			return api.Page[T]{Items: []T{}}, nil
 		}
 		bound = keyOf(pos(last[0]))
 	}
 	rows, err := fetch(storage.Page{After: after, Until: bound.position(), Limit: limit + 1})
 	if err != nil {
-		return Page[T]{}, err
+		return api.Page[T]{}, err
 	}
-	page := Page[T]{Items: rows}
+	page := api.Page[T]{Items: rows}
 	if page.Items == nil {
 		page.Items = []T{}
 	}
@@ -223,10 +224,19 @@ func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, c
 		page.Items = rows[:limit]
 		page.NextCursor, err = EncodeCursor(c, r, filters, Keyset[posKey]{Bound: bound, After: keyOf(pos(rows[limit-1]))})
 		if err != nil {
-			return Page[T]{}, err
+			return api.Page[T]{}, err
 		}
 	}
 	return page, nil
+}
+
+// listOut is a list route's answer: the page of records converted to their
+// wire type, or the error that stopped the listing.
+func listOut[T, U any](p api.Page[T], err error, out func(T) U) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pageOut(p, out), nil
 }
 
 // checkState refuses a state filter that is not one of valid.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -19,86 +19,11 @@ import (
 // get, route trace and route samples. They never show a secret reference
 // or an executor's config (GET /v1/config shows the redacted document).
 
-// ScopeView is a scope as the API shows it.
-type ScopeView struct {
-	ID      string `json:"id"`
-	Parent  string `json:"parent,omitempty"`
-	Enabled bool   `json:"enabled"`
-	Removed bool   `json:"removed"`
-	// Active: enabled, not removed, and every ancestor active.
-	Active        bool              `json:"active"`
-	Authorization AuthorizationView `json:"authorization"`
-	Bindings      []BindingView     `json:"bindings"`
-	Routes        []RouteView       `json:"routes"`
-	// Generation is the active configuration generation it comes from.
-	Generation int64 `json:"generation"`
-}
-
-// AuthorizationView is a scope's effective ceiling, operation names only.
-type AuthorizationView struct {
-	Operations []string `json:"operations"`
-	Reads      []string `json:"reads"`
-}
-
-// BindingView is a binding's effective authority.
-type BindingView struct {
-	ID         string              `json:"id"`
-	Executor   string              `json:"executor"`
-	Operations []string            `json:"operations"`
-	Grants     map[string][]string `json:"grants"`
-	// Secrets maps environment variables to secret names, never to a
-	// reference.
-	Secrets  map[string]string `json:"secrets"`
-	Requires []string          `json:"requires"`
-	Playbook string            `json:"playbook,omitempty"`
-}
-
-// RouteView is one ordered route of a scope.
-type RouteView struct {
-	ID          string `json:"id"`
-	MatchType   string `json:"match_type"`
-	MatchSource string `json:"match_source,omitempty"`
-	Binding     string `json:"binding,omitempty"`
-	Effect      string `json:"effect"`
-}
-
 func orEmptyList(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
-}
-
-func scopeView(sc *config.EffectiveScope, generation int64) ScopeView {
-	v := ScopeView{
-		ID: sc.ID, Parent: sc.Parent, Enabled: sc.Enabled, Removed: sc.Removed, Active: sc.Active,
-		Authorization: AuthorizationView{Operations: orEmptyList(sc.Operations), Reads: orEmptyList(sc.Reads)},
-		Bindings:      []BindingView{}, Routes: []RouteView{}, Generation: generation,
-	}
-	ids := make([]string, 0, len(sc.Bindings))
-	for id := range sc.Bindings {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		b := sc.Bindings[id]
-		bv := BindingView{ID: id, Executor: b.Executor, Operations: orEmptyList(b.Operations), Grants: map[string][]string{},
-			Secrets: map[string]string{}, Requires: []string{}, Playbook: b.Playbook}
-		for g, ops := range b.Grants {
-			bv.Grants[g] = orEmptyList(ops)
-		}
-		for env, name := range b.Secrets {
-			bv.Secrets[env] = name
-		}
-		for _, c := range b.Requires {
-			bv.Requires = append(bv.Requires, string(c))
-		}
-		v.Bindings = append(v.Bindings, bv)
-	}
-	for _, rt := range sc.Routes {
-		v.Routes = append(v.Routes, RouteView{ID: rt.ID, MatchType: rt.Match.Type, MatchSource: rt.Match.Source, Binding: rt.Binding, Effect: string(rt.Effect)})
-	}
-	return v
 }
 
 // scopeKey is a position in the scope listing: the configuration
@@ -144,9 +69,9 @@ func (rs *Resources) listScopes(r *http.Request) (any, error) {
 		start = i
 	}
 	end := min(start+limit, len(scopes))
-	page := Page[ScopeView]{Items: make([]ScopeView, 0, end-start)}
+	page := api.Page[api.Scope]{Items: make([]api.Scope, 0, end-start)}
 	for _, sc := range scopes[start:end] {
-		page.Items = append(page.Items, scopeView(sc, snap.Generation))
+		page.Items = append(page.Items, scopeOut(sc, snap.Generation))
 	}
 	if end < len(scopes) {
 		ks := Keyset[scopeKey]{Bound: scopeKey{Generation: snap.Generation}, After: scopeKey{Generation: snap.Generation, ID: scopes[end-1].ID}}
@@ -175,7 +100,7 @@ func (rs *Resources) getScope(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.Tagged(fmt.Sprintf("scope/%s/%d", sc.ID, snap.Generation), scopeView(sc, snap.Generation)), nil
+	return httpapi.Tagged(fmt.Sprintf("scope/%s/%d", sc.ID, snap.Generation), scopeOut(sc, snap.Generation)), nil
 }
 
 // TraceRequest is the body of POST /v1/scopes/{id}/route/trace: a
@@ -189,13 +114,6 @@ type TraceRequest struct {
 	// (a Work's id is one of its keys).
 	WorkID string         `json:"work_id,omitempty"`
 	Data   jsontext.Value `json:"data,omitempty"`
-}
-
-// TraceResponse is how the router would handle the event now.
-type TraceResponse struct {
-	Scope      string          `json:"scope"`
-	Generation int64           `json:"generation"`
-	Decision   kernel.Decision `json:"decision"`
 }
 
 // traceRoute answers how the router would handle a hypothetical event in
@@ -231,7 +149,7 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return TraceResponse{Scope: sc.ID, Generation: snap.Generation, Decision: d}, nil
+	return traceOut(sc.ID, snap.Generation, d), nil
 }
 
 // knownTraceSource reports whether a trace may name source: the
@@ -241,12 +159,6 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 // refused rather than explained.
 func knownTraceSource(source string) bool {
 	return source == kernel.SourceManual || source == kernel.SourceAction
-}
-
-// RouteSample is a named sample Event a scope's route handlers offer.
-type RouteSample struct {
-	Name  string         `json:"name"`
-	Event map[string]any `json:"event"`
 }
 
 // routeSamples serves GET /v1/scopes/{id}/route/samples. No route handler
@@ -259,5 +171,5 @@ func (rs *Resources) routeSamples(r *http.Request) (any, error) {
 	if _, _, err := rs.scope(r); err != nil {
 		return nil, err
 	}
-	return Page[RouteSample]{Items: []RouteSample{}}, nil
+	return api.Page[api.RouteSample]{Items: []api.RouteSample{}}, nil
 }

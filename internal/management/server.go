@@ -380,12 +380,5 @@ func (s *Server) handleHealth(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return HealthResponse{Status: "ok", Version: s.opts.Version, Generation: gen}, nil
-}
-
-// HealthResponse is the body of GET /v1/health.
-type HealthResponse struct {
-	Status     string `json:"status"`
-	Version    string `json:"version"`
-	Generation int64  `json:"generation"`
+	return healthOut(s.opts.Version, gen), nil
 }

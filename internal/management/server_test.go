@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
@@ -421,10 +422,10 @@ func TestCursors(t *testing.T) {
 	list := func(query string) raw {
 		return do(t, h, req{method: "GET", path: "/v1/test/things" + query, token: tok})
 	}
-	page := func(r raw) management.Page[thing] {
+	page := func(r raw) api.Page[thing] {
 		t.Helper()
 		expect(t, r, 200, "")
-		var p management.Page[thing]
+		var p api.Page[thing]
 		if err := json.Unmarshal(r.body, &p); err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +440,7 @@ func TestCursors(t *testing.T) {
 	p2 := page(list("?limit=2&cursor=" + url.QueryEscape(p1.NextCursor)))
 	p3 := page(list("?limit=2&cursor=" + url.QueryEscape(p2.NextCursor)))
 	var seen []string
-	for _, p := range []management.Page[thing]{p1, p2, p3} {
+	for _, p := range []api.Page[thing]{p1, p2, p3} {
 		for _, it := range p.Items {
 			seen = append(seen, it.ID)
 		}

@@ -27,7 +27,8 @@ func (rs *Resources) listToolbeltCalls(r *http.Request) (any, error) {
 		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "kind must be %s or %s", storage.ToolbeltCalled, storage.ToolbeltRejected)
 	}
 	ctx := r.Context()
-	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.ToolbeltCall, error) {
+	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.ToolbeltCall, error) {
 		return rs.store.ListToolbeltCalls(ctx, &storage.ListToolbeltCallsParams{Execution: f.Execution, Kind: f.Kind, Result: f.Result, Page: p})
 	}, func(c storage.ToolbeltCall) storage.Position { return storage.Position{CreatedAt: c.At, ID: c.ID} })
+	return listOut(page, err, toolbeltCallOut)
 }

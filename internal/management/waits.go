@@ -37,9 +37,10 @@ func (rs *Resources) listWaits(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Wait, error) {
+	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Wait, error) {
 		return rs.store.ListWaits(ctx, &storage.ListWaitsParams{Work: f.Work, Scope: f.Scope, State: storage.WaitState(f.State), Page: p})
 	}, func(w storage.Wait) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
+	return listOut(page, err, waitOut)
 }
 
 func (rs *Resources) getWait(r *http.Request) (any, error) {
@@ -51,5 +52,5 @@ func (rs *Resources) getWait(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "wait", id)
 	}
-	return httpapi.Tagged(fmt.Sprintf("wait/%s/%s/%d", w.ID, w.State, w.UpdatedAt.UnixNano()), w), nil
+	return httpapi.Tagged(fmt.Sprintf("wait/%s/%s/%d", w.ID, w.State, w.UpdatedAt.UnixNano()), waitOut(w)), nil
 }

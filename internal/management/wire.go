@@ -6,125 +6,33 @@ import (
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
-	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/wire"
 )
 
-// The conversions from storage records and kernel, toolbelt and
-// configuration results to the wire types of package api: every response
-// body is whitelisted here, field by field, so that a storage column
-// rename never changes the API and no digest or secret can reach a
-// response by a forgotten tag. wire_test.go proves each one sends the
-// bytes the handlers send today.
+// The conversions from management's own results and the configuration's
+// to the wire types of package api: every response body is whitelisted,
+// field by field, so that no digest or secret can reach a response by a
+// forgotten tag. Storage records and the kernel's results are converted by
+// package wire, the one copy the toolbelt's read_context shares.
 
 // pageOut converts one page of records.
-func pageOut[T, U any](p Page[T], out func(T) U) api.Page[U] {
-	items := make([]U, 0, len(p.Items))
-	for _, it := range p.Items {
-		items = append(items, out(it))
-	}
-	return api.Page[U]{Items: items, NextCursor: p.NextCursor}
-}
+func pageOut[T, U any](p api.Page[T], out func(T) U) api.Page[U] { return wire.Page(p, out) }
 
-func eventOut(e storage.Event) api.Event {
-	return api.Event{
-		Seq: e.Seq, ID: e.ID, Type: e.Type, Source: e.Source, Scope: e.Scope, Work: e.Work, Execution: e.Execution,
-		CorrelationKey: e.CorrelationKey, Data: e.Data, Parent: e.Parent, Root: e.Root, Depth: e.Depth,
-		Actor: e.Actor, DeliveryID: e.DeliveryID, AcceptedAt: e.AcceptedAt,
-	}
-}
-
-func workOut(w storage.Work) api.Work {
-	return api.Work{
-		ID: w.ID, Scope: w.Scope, Binding: w.Binding, State: string(w.State),
-		BlockedReason: w.BlockedReason, BlockedDetail: w.BlockedDetail, Parent: w.Parent, CreatedEvent: w.CreatedEvent,
-		OutcomeMessage: w.OutcomeMessage, OutcomeData: w.OutcomeData, Grants: w.Grants,
-		InputWatermark: w.InputWatermark, InputCount: w.InputCount, Attempts: w.Attempts,
-		Revision: w.Revision, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
-	}
-}
-
-func executionOut(e storage.Execution) api.Execution {
-	return api.Execution{
-		ID: e.ID, Work: e.Work, Scope: e.Scope, Binding: e.Binding, Executor: e.Executor,
-		Generation: e.Generation, Epoch: e.Epoch, Owner: e.Owner, LeaseExpiresAt: e.LeaseExpiresAt, Deadline: e.Deadline,
-		State: string(e.State), InputWatermark: e.InputWatermark, Result: string(e.Result), Message: e.Message,
-		ExitCode: e.ExitCode, Revision: e.Revision, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-	}
-}
-
-func waitOut(w storage.Wait) api.Wait {
-	return api.Wait{
-		ID: w.ID, Work: w.Work, Scope: w.Scope, Execution: w.Execution, Epoch: w.Epoch, Registration: w.Registration,
-		Types: w.Types, Keys: w.Keys, OnWorkKeys: w.OnWorkKeys, Watermark: w.Watermark,
-		Timer: w.Timer, TimeoutAt: w.TimeoutAt, State: string(w.State), SatisfiedBy: w.SatisfiedBy,
-		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
-	}
-}
-
-func artifactOut(a storage.Artifact) api.Artifact {
-	return api.Artifact{
-		ID: a.ID, Execution: a.Execution, Work: a.Work, Name: a.Name, MediaType: a.MediaType,
-		Size: a.Size, SHA256: a.SHA256, CreatedAt: a.CreatedAt,
-	}
-}
-
-func toolbeltCallOut(c storage.ToolbeltCall) api.ToolbeltCall {
-	return api.ToolbeltCall{
-		ID: c.ID, Kind: c.Kind, Operation: c.Operation, Execution: c.Execution, Epoch: c.Epoch, TokenID: c.Token,
-		Result: c.Result, Gate: c.Gate, Replayed: c.Replayed, At: c.At,
-	}
-}
-
-func decisionOut(d kernel.Decision) api.Decision {
-	out := api.Decision{
-		Work: d.Work, WorkState: string(d.WorkState), Effect: string(d.Effect), Detail: d.Detail,
-		Route: d.Route, Binding: d.Binding, Wait: d.Wait, Started: d.Started,
-	}
-	if d.Routes != nil {
-		out.Routes = make([]api.RouteVerdict, 0, len(d.Routes))
-		for _, rv := range d.Routes {
-			out.Routes = append(out.Routes, api.RouteVerdict{Route: rv.Route, Verdict: string(rv.Verdict), Reason: rv.Reason})
-		}
-	}
-	if d.OtherWakes != nil {
-		out.OtherWakes = make([]api.Wake, 0, len(d.OtherWakes))
-		for _, w := range d.OtherWakes {
-			out.OtherWakes = append(out.OtherWakes, api.Wake{Work: w.Work, Wait: w.Wait, Reason: w.Reason})
-		}
-	}
-	return out
-}
-
-// createdWorkOut is the body of POST /v1/work.
-func createdWorkOut(res kernel.CreateWorkResult) api.CreatedWork {
-	return api.CreatedWork{Work: workOut(res.Work), CreatedEvent: eventOut(res.Created), InputEvent: eventOut(res.Input), Existing: res.Replayed}
-}
-
-// controlledOut is the body of the cancel and retry controls: the
-// execution only when the control fenced one.
-func controlledOut(res kernel.ControlResult) api.Controlled {
-	out := api.Controlled{Event: eventOut(res.Event), Work: workOut(res.Work), Existing: res.Replayed}
-	if res.Execution.ID != "" {
-		e := executionOut(res.Execution)
-		out.Execution = &e
-	}
-	return out
-}
-
-func wokenOut(res kernel.WakeResult) api.Woken {
-	return api.Woken{Event: eventOut(res.Event), Decision: decisionOut(res.Decision), Matched: res.Matched}
-}
-
-// emittedOut is the body of POST /v1/events.
-func emittedOut(res kernel.EmitResult) api.Emitted {
-	return api.Emitted{Event: eventOut(res.Event), Decision: decisionOut(res.Decision), Existing: res.Event.Replayed}
-}
-
-func traceOut(scope string, generation int64, d kernel.Decision) api.Trace {
-	return api.Trace{Scope: scope, Generation: generation, Decision: decisionOut(d)}
-}
+var (
+	eventOut        = wire.Event
+	workOut         = wire.Work
+	executionOut    = wire.Execution
+	waitOut         = wire.Wait
+	artifactOut     = wire.Artifact
+	toolbeltCallOut = wire.ToolbeltCall
+	createdWorkOut  = wire.CreatedWork
+	controlledOut   = wire.Controlled
+	wokenOut        = wire.Woken
+	emittedOut      = wire.Emitted
+	traceOut        = wire.Trace
+)
 
 // scopeOut is a scope as the API shows it: resolved operation names,
 // secret names (never references), no executor config.
@@ -233,14 +141,4 @@ func warningsOut(ws []config.Warning) []api.Warning {
 		out = append(out, api.Warning{Pointer: w.Pointer, Code: w.Code, Message: w.Message})
 	}
 	return out
-}
-
-// errorOut is the envelope of a refusal; diagnostics only for
-// invalid_config, and absent when there are none.
-func errorOut(code, message string, diagnostics []config.Diagnostic) api.ErrorEnvelope {
-	body := api.ErrorBody{Code: code, Message: message}
-	if len(diagnostics) > 0 {
-		body.Diagnostics = diagnosticsOut(diagnostics)
-	}
-	return api.ErrorEnvelope{Error: body}
 }

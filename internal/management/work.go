@@ -37,9 +37,10 @@ func (rs *Resources) listWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	return pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
+	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
 		return rs.store.ListWork(ctx, &storage.ListWorkParams{Scope: f.Scope, State: storage.WorkState(f.State), Parent: f.Parent, Page: p})
 	}, func(w storage.Work) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
+	return listOut(page, err, workOut)
 }
 
 // workETag is the entity tag of a Work at its revision.
@@ -54,7 +55,7 @@ func (rs *Resources) getWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "Work", id)
 	}
-	return httpapi.Tagged(workETag(w), w), nil
+	return httpapi.Tagged(workETag(w), workOut(w)), nil
 }
 
 // InputRequest is the input bound to a manual Work.
@@ -75,16 +76,6 @@ type CreateWorkRequest struct {
 	Input          *InputRequest `json:"input,omitempty"`
 	CorrelationKey string        `json:"correlation_key,omitempty"`
 	Grants         []string      `json:"grants,omitempty"`
-}
-
-// CreateWorkResponse is the body of a Work creation.
-type CreateWorkResponse struct {
-	Work         storage.Work  `json:"work"`
-	CreatedEvent storage.Event `json:"created_event"`
-	InputEvent   storage.Event `json:"input_event"`
-	// Existing is true when the Work already existed under the identity
-	// this request's Idempotency-Key derives.
-	Existing bool `json:"existing"`
 }
 
 func (rs *Resources) createWork(r *http.Request) (any, error) {
@@ -127,24 +118,13 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 		status = http.StatusOK
 	}
 	return &httpapi.Response{Status: status, ETag: httpapi.ETag(workETag(res.Work)),
-		Body: CreateWorkResponse{Work: res.Work, CreatedEvent: res.Created, InputEvent: res.Input, Existing: res.Replayed}}, nil
+		Body: createdWorkOut(res)}, nil
 }
 
 // ControlBody is the body of the cancel and retry controls.
 type ControlBody struct {
 	// Reason is a short note recorded on the control event.
 	Reason string `json:"reason,omitempty"`
-}
-
-// ControlResponse is the body of a control's answer: the control event
-// and the state it left.
-type ControlResponse struct {
-	Event     storage.Event      `json:"event"`
-	Work      storage.Work       `json:"work"`
-	Execution *storage.Execution `json:"execution,omitempty"`
-	// Existing is true when an earlier request with the same identity
-	// already did it; the state is read, not changed.
-	Existing bool `json:"existing"`
 }
 
 const maxReason = 512
@@ -166,12 +146,7 @@ func (rs *Resources) runControl(r *http.Request, op string, do func(kernel.Contr
 	if err != nil {
 		return nil, err
 	}
-	out := ControlResponse{Event: res.Event, Work: res.Work, Existing: res.Replayed}
-	if res.Execution.ID != "" {
-		e := res.Execution
-		out.Execution = &e
-	}
-	return out, nil
+	return controlledOut(res), nil
 }
 
 func (rs *Resources) cancelWork(r *http.Request) (any, error) {
@@ -193,14 +168,6 @@ type WakeBody struct {
 	// Type defaults to core.manual.wake.
 	Type string         `json:"type,omitempty"`
 	Data jsontext.Value `json:"data,omitempty"`
-}
-
-// WakeResponse says what a wake did.
-type WakeResponse struct {
-	Event    storage.Event   `json:"event"`
-	Decision kernel.Decision `json:"decision"`
-	// Matched is true when the event satisfied a Wait.
-	Matched bool `json:"matched"`
 }
 
 func (rs *Resources) wakeWork(r *http.Request) (any, error) {
@@ -226,5 +193,5 @@ func (rs *Resources) wakeWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return WakeResponse{Event: res.Event, Decision: res.Decision, Matched: res.Matched}, nil
+	return wokenOut(res), nil
 }

@@ -17,13 +17,13 @@ import (
 // know what it allows.
 type Credential struct {
 	// ID is the revocation id (tok_…).
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Digest    []byte    `json:"-"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string
+	Name      string
+	Role      string
+	Digest    []byte
+	CreatedAt time.Time
 	// RevokedAt is zero while the credential is active.
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	RevokedAt time.Time
 }
 
 // Active reports whether the credential is not revoked.
@@ -46,27 +46,27 @@ type IdempotencyRecord struct {
 // redacted normalized configuration: it never holds a secret reference's
 // text, so the document itself is kept apart (see the config service).
 type Generation struct {
-	Number     int64           `json:"number"`
-	Hash       string          `json:"hash"`
-	Normalized json.RawMessage `json:"normalized"`
+	Number     int64
+	Hash       string
+	Normalized json.RawMessage
 	// Actor is who published it (operator:<name>, or host:<reason>).
-	Actor     string    `json:"actor"`
-	CreatedAt time.Time `json:"created_at"`
+	Actor     string
+	CreatedAt time.Time
 }
 
 // ScopeRecord is the committed metadata of one scope, as of Generation,
 // the generation that last changed it. A scope a later generation no
 // longer names keeps its record, marked Removed.
 type ScopeRecord struct {
-	ID         string    `json:"id"`
-	Parent     string    `json:"parent,omitempty"`
-	Enabled    bool      `json:"enabled"`
-	Removed    bool      `json:"removed"`
-	Active     bool      `json:"active"`
-	Bindings   []string  `json:"bindings"`
-	Routes     []string  `json:"routes"`
-	Generation int64     `json:"generation"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID         string
+	Parent     string
+	Enabled    bool
+	Removed    bool
+	Active     bool
+	Bindings   []string
+	Routes     []string
+	Generation int64
+	UpdatedAt  time.Time
 }
 
 // HostKey is a key the host generated once and keeps (the list cursor

@@ -8,46 +8,46 @@ import (
 // Event is an immutable fact, accepted once.
 type Event struct {
 	// Seq is the acceptance sequence: gap-free, assigned at commit order.
-	Seq  int64  `json:"seq"`
-	ID   string `json:"id"`
-	Type string `json:"type"`
+	Seq  int64
+	ID   string
+	Type string
 	// Source says who the event came from (core.manual, core.host,
 	// execution, an ingress name).
-	Source string `json:"source"`
-	Scope  string `json:"scope"`
+	Source string
+	Scope  string
 	// Work is the Work the event is about or came from ("" for none).
-	Work string `json:"work,omitempty"`
+	Work string
 	// Execution is the execution that emitted it (source execution).
-	Execution      string          `json:"execution,omitempty"`
-	CorrelationKey string          `json:"correlation_key,omitempty"`
-	Data           json.RawMessage `json:"data"`
+	Execution      string
+	CorrelationKey string
+	Data           json.RawMessage
 	// Parent is the event that caused this one; Root the first event of
 	// the causal chain (itself for a root); Depth 0 for a root.
-	Parent string `json:"parent,omitempty"`
-	Root   string `json:"root"`
-	Depth  int    `json:"depth"`
+	Parent string
+	Root   string
+	Depth  int
 	// Actor is who did it (operator:<name>); kept only for the host's
 	// operator sources.
-	Actor string `json:"actor,omitempty"`
+	Actor string
 	// DeliveryID is the source's own identity of the delivery; unique per
 	// source.
-	DeliveryID string    `json:"delivery_id,omitempty"`
-	AcceptedAt time.Time `json:"accepted_at"`
+	DeliveryID string
+	AcceptedAt time.Time
 
 	// Replayed is set (never stored) when acceptance returned an event
 	// accepted earlier under the same identity instead of a new one.
-	Replayed bool `json:"-"`
+	Replayed bool
 }
 
 // CausalRoot holds the causal limits pinned on a root at its first derived
 // emission, and its per-minute rate window.
 type CausalRoot struct {
-	Root        string    `json:"root"`
-	MaxDepth    int       `json:"max_depth"`
-	PerMinute   int       `json:"per_minute"`
-	WindowStart time.Time `json:"window_start"`
-	WindowCount int       `json:"window_count"`
-	PinnedAt    time.Time `json:"pinned_at"`
+	Root        string
+	MaxDepth    int
+	PerMinute   int
+	WindowStart time.Time
+	WindowCount int
+	PinnedAt    time.Time
 }
 
 // WorkState is the lifecycle state of a Work.
@@ -81,34 +81,34 @@ var NonterminalWorkStates = []WorkState{WorkReady, WorkRunning, WorkWaiting}
 
 // Work is a unit of work with a lifecycle.
 type Work struct {
-	ID      string    `json:"id"`
-	Scope   string    `json:"scope"`
-	Binding string    `json:"binding"`
-	State   WorkState `json:"state"`
+	ID      string
+	Scope   string
+	Binding string
+	State   WorkState
 	// BlockedReason holds the Work ("" when it is not held): the
 	// scheduler does not start or recover it until a retry clears it.
-	BlockedReason string `json:"blocked_reason,omitempty"`
+	BlockedReason string
 	// BlockedDetail is a short, safe explanation of the hold.
-	BlockedDetail string `json:"blocked_detail,omitempty"`
+	BlockedDetail string
 	// Parent is the Work that created this one ("" for none).
-	Parent string `json:"parent,omitempty"`
+	Parent string
 	// CreatedEvent is the Work's core.work.created event.
-	CreatedEvent   string          `json:"created_event"`
-	OutcomeMessage string          `json:"outcome_message,omitempty"`
-	OutcomeData    json.RawMessage `json:"outcome_data,omitempty"`
+	CreatedEvent   string
+	OutcomeMessage string
+	OutcomeData    json.RawMessage
 	// Grants are the binding grants the Work took when it was created.
-	Grants []string `json:"grants"`
+	Grants []string
 	// InputWatermark is the position of the last input an attempt
 	// acknowledged; inputs above it are pending.
-	InputWatermark int64 `json:"input_watermark"`
+	InputWatermark int64
 	// InputCount is the position of the last queued input.
-	InputCount int64 `json:"input_count"`
+	InputCount int64
 	// Attempts counts the executions created for the Work.
-	Attempts int `json:"attempts"`
+	Attempts int
 	// Revision changes on every update (ETags).
-	Revision  int64     `json:"revision"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Held reports whether the Work is held.
@@ -116,10 +116,10 @@ func (w Work) Held() bool { return w.BlockedReason != "" }
 
 // Input is one event queued for a Work, at a position counted from 1.
 type Input struct {
-	Work     string    `json:"work"`
-	Position int64     `json:"position"`
-	Event    string    `json:"event"`
-	QueuedAt time.Time `json:"queued_at"`
+	Work     string
+	Position int64
+	Event    string
+	QueuedAt time.Time
 }
 
 // ExecutionState is the lifecycle state of an execution.
@@ -151,35 +151,35 @@ const (
 
 // Execution is one attempt of a Work by one executor.
 type Execution struct {
-	ID       string `json:"id"`
-	Work     string `json:"work"`
-	Scope    string `json:"scope"`
-	Binding  string `json:"binding"`
-	Executor string `json:"executor"`
+	ID       string
+	Work     string
+	Scope    string
+	Binding  string
+	Executor string
 	// Generation is the configuration generation the attempt is pinned
 	// to.
-	Generation int64 `json:"generation"`
+	Generation int64
 	// Epoch starts at 1 and grows with every claim of a parked execution,
 	// recovery and adoption. Only the current epoch may act.
-	Epoch          int64          `json:"epoch"`
-	Owner          string         `json:"owner"`
-	LeaseExpiresAt time.Time      `json:"lease_expires_at"`
-	Deadline       time.Time      `json:"deadline"`
-	State          ExecutionState `json:"state"`
+	Epoch          int64
+	Owner          string
+	LeaseExpiresAt time.Time
+	Deadline       time.Time
+	State          ExecutionState
 	// InputWatermark is the position of the last Work input this attempt
 	// was given (and so acknowledged).
-	InputWatermark int64           `json:"input_watermark"`
-	Result         ExecutionResult `json:"result,omitempty"`
-	Message        string          `json:"message,omitempty"`
+	InputWatermark int64
+	Result         ExecutionResult
+	Message        string
 	// ExitCode is the exit code an executor observed when the segment
 	// ended (-1 for a process it saw killed by a signal); nil while no end
 	// was observed: a live segment, or one that finished without the
 	// executor's result (a stop confirmed on its own, a lost segment, an
 	// executor error, a claim given back).
-	ExitCode  *int      `json:"exit_code,omitempty"`
-	Revision  int64     `json:"revision"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ExitCode  *int
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Live reports whether the execution has not finished.
@@ -196,17 +196,17 @@ const (
 // Declaration is a segment's declaration of a wait or an outcome, recorded
 // under the fence for its epoch and applied by the scheduler's Complete.
 type Declaration struct {
-	Execution string          `json:"execution"`
-	Epoch     int64           `json:"epoch"`
-	Kind      DeclarationKind `json:"kind"`
+	Execution string
+	Epoch     int64
+	Kind      DeclarationKind
 	// Payload is the declaration's JSON (the runtime's WaitSpec or
 	// OutcomeSpec).
-	Payload    json.RawMessage `json:"payload"`
-	DeclaredAt time.Time       `json:"declared_at"`
+	Payload    json.RawMessage
+	DeclaredAt time.Time
 	// AppliedAt is zero while the declaration is pending.
-	AppliedAt time.Time `json:"applied_at,omitzero"`
+	AppliedAt time.Time
 	// Disposition says what Complete did with it (applied, discarded).
-	Disposition string `json:"disposition,omitempty"`
+	Disposition string
 }
 
 // Pending reports whether the declaration has not been applied.
@@ -227,26 +227,26 @@ const (
 // empty) and whose correlation key is one of Keys (or, when OnWorkKeys, one
 // of the keys the Work owns or the id of one of its child Work).
 type Wait struct {
-	ID    string `json:"id"`
-	Work  string `json:"work"`
-	Scope string `json:"scope"`
+	ID    string
+	Work  string
+	Scope string
 	// Execution and Epoch name the segment that declared it.
-	Execution string `json:"execution,omitempty"`
-	Epoch     int64  `json:"epoch"`
+	Execution string
+	Epoch     int64
 	// Registration is the owner registration ("" for the execution
 	// itself, else the registration that parked the caller).
-	Registration string   `json:"registration,omitempty"`
-	Types        []string `json:"types"`
-	Keys         []string `json:"keys"`
-	OnWorkKeys   bool     `json:"on_work_keys"`
-	Watermark    int64    `json:"watermark"`
+	Registration string
+	Types        []string
+	Keys         []string
+	OnWorkKeys   bool
+	Watermark    int64
 	// Timer is the timeout timer ("" for none), due at TimeoutAt.
-	Timer       string    `json:"timer,omitempty"`
-	TimeoutAt   time.Time `json:"timeout_at,omitzero"`
-	State       WaitState `json:"state"`
-	SatisfiedBy string    `json:"satisfied_by,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Timer       string
+	TimeoutAt   time.Time
+	State       WaitState
+	SatisfiedBy string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Timer kinds.
@@ -256,23 +256,23 @@ const (
 
 // Timer fires once at DueAt.
 type Timer struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Target    string    `json:"target"`
-	DueAt     time.Time `json:"due_at"`
-	FiredAt   time.Time `json:"fired_at,omitzero"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string
+	Kind      string
+	Target    string
+	DueAt     time.Time
+	FiredAt   time.Time
+	CreatedAt time.Time
 }
 
 // Artifact is the metadata of bytes an execution produced; the bytes live
 // in Artifacts' directory.
 type Artifact struct {
-	ID        string    `json:"id"`
-	Execution string    `json:"execution"`
-	Work      string    `json:"work"`
-	Name      string    `json:"name"`
-	MediaType string    `json:"media_type"`
-	Size      int64     `json:"size"`
-	SHA256    string    `json:"sha256"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string
+	Execution string
+	Work      string
+	Name      string
+	MediaType string
+	Size      int64
+	SHA256    string
+	CreatedAt time.Time
 }

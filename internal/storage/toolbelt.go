@@ -11,22 +11,22 @@ import (
 // is pinned to.
 type Token struct {
 	// ID is the revocation id (tok_…).
-	ID string `json:"id"`
+	ID string
 	// Digest is the SHA-256 of the token's text.
-	Digest     []byte `json:"-"`
-	Execution  string `json:"execution"`
-	Scope      string `json:"scope"`
-	Work       string `json:"work"`
-	Binding    string `json:"binding"`
-	Generation int64  `json:"generation"`
-	Epoch      int64  `json:"epoch"`
+	Digest     []byte
+	Execution  string
+	Scope      string
+	Work       string
+	Binding    string
+	Generation int64
+	Epoch      int64
 	// Operations is the allowlist fixed at issue.
-	Operations []string  `json:"operations"`
-	IssuedAt   time.Time `json:"issued_at"`
+	Operations []string
+	IssuedAt   time.Time
 	// ExpiresAt is exclusive: the token is expired at ExpiresAt.
-	ExpiresAt time.Time `json:"expires_at"`
+	ExpiresAt time.Time
 	// RevokedAt is zero while the token is not revoked.
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	RevokedAt time.Time
 }
 
 // Revoked reports whether the token was revoked.
@@ -47,25 +47,25 @@ const (
 // (Execution, RequestID): it lets a repeat replay the committed result and
 // refuses a changed body.
 type Replay struct {
-	Execution string `json:"execution"`
-	RequestID string `json:"request_id"`
-	Operation string `json:"operation"`
+	Execution string
+	RequestID string
+	Operation string
 	// InputHash is the hex SHA-256 of the canonical input.
-	InputHash string      `json:"input_hash"`
-	State     ReplayState `json:"state"`
+	InputHash string
+	State     ReplayState
 	// Result is the committed result (ReplayDone, no ErrorCode).
-	Result json.RawMessage `json:"result,omitempty"`
+	Result json.RawMessage
 	// ErrorCode and ErrorMessage are a handler's committed refusal.
-	ErrorCode    string `json:"error_code,omitempty"`
-	ErrorMessage string `json:"error_message,omitempty"`
+	ErrorCode    string
+	ErrorMessage string
 	// Withheld: the operation is sensitive (its result holds a
 	// credential), so the record keeps no result and no refusal, only
 	// what detects a changed body (Operation, InputHash). A repeat runs the
 	// handler again instead of replaying. A withheld record never carries
 	// Result, ErrorCode or ErrorMessage; the store refuses one that does.
-	Withheld  bool      `json:"withheld,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Withheld  bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Toolbelt call kinds.
@@ -77,24 +77,24 @@ const (
 // ToolbeltCall records one toolbelt request or refusal for the operator. It
 // never holds a token, a digest, an input value or a secret.
 type ToolbeltCall struct {
-	ID string `json:"id"`
+	ID string
 	// Kind is ToolbeltCalled or ToolbeltRejected.
-	Kind string `json:"kind"`
+	Kind string
 	// Operation is the operation called ("" for an unreadable request;
 	// guidance and serving reads are recorded as toolbelt.guidance and
 	// toolbelt.serving).
-	Operation string `json:"operation"`
+	Operation string
 	// Execution, Epoch and Token are known once the token was found.
-	Execution string `json:"execution,omitempty"`
-	Epoch     int64  `json:"epoch,omitempty"`
-	Token     string `json:"token_id,omitempty"`
+	Execution string
+	Epoch     int64
+	Token     string
 	// Result is toolbelt.result: ok, forbidden, authority_released,
 	// request_conflict, invalid, gate_refused, parked, a handler's code…
-	Result string `json:"result"`
+	Result string
 	// Gate names the gate that parked or refused the call.
-	Gate     string    `json:"gate,omitempty"`
-	Replayed bool      `json:"replayed,omitempty"`
-	At       time.Time `json:"at"`
+	Gate     string
+	Replayed bool
+	At       time.Time
 }
 
 // ListToolbeltCallsParams filters call records, ordered by (at, id).
@@ -127,9 +127,9 @@ type SweepToolbeltParams struct {
 
 // SweepToolbeltResult counts what a retention pass deleted.
 type SweepToolbeltResult struct {
-	Tokens  int `json:"tokens"`
-	Replays int `json:"replays"`
-	Calls   int `json:"calls"`
+	Tokens  int
+	Replays int
+	Calls   int
 }
 
 // ToolbeltReader holds the toolbelt's queries.

@@ -29,10 +29,10 @@ var (
 
 // ActionInfo describes a registered action to an operator.
 type ActionInfo struct {
-	Name         string          `json:"name"`
-	Registration string          `json:"registration"`
-	Summary      string          `json:"summary"`
-	InputSchema  json.RawMessage `json:"input_schema"`
+	Name         string
+	Registration string
+	Summary      string
+	InputSchema  json.RawMessage
 }
 
 // Actions serves to operators the actions registered on a Host (a

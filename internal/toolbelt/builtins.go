@@ -10,10 +10,12 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/wire"
 )
 
 // DefaultGuidance is the overall agent guidance when the daemon gives none.
@@ -336,39 +338,35 @@ func (tb *Toolbelt) readContext(ctx context.Context, tx storage.Tx, s *segment, 
 	if !readWork && !readEvents {
 		return nil, forbid("the read ceiling of scope %s allows neither work nor events", scope)
 	}
-	out := map[string]any{}
+	var out api.ReadContextResult
 	if readWork {
-		out["work"] = s.work
+		w := wire.Work(s.work)
+		out.Work = &w
 	}
 	if readEvents {
 		inputs, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: s.work.ID, Limit: RecentEvents})
 		if err != nil {
 			return nil, err
 		}
-		type inputView struct {
-			Position int64         `json:"position"`
-			Event    storage.Event `json:"event"`
-		}
-		views := []inputView{}
+		out.Inputs = []api.ContextInput{}
 		for _, i := range inputs {
 			ev, err := tx.GetEvent(ctx, i.Event)
 			if err != nil {
 				return nil, err
 			}
 			if ev.Scope == scope {
-				views = append(views, inputView{Position: i.Position, Event: ev})
+				out.Inputs = append(out.Inputs, api.ContextInput{Position: i.Position, Event: wire.Event(ev)})
 			}
 		}
-		out["inputs"] = views
 		recent, err := tx.ListEvents(ctx, &storage.ListEventsParams{Scope: scope, Work: s.work.ID, Limit: RecentEvents, Desc: true})
 		if err != nil {
 			return nil, err
 		}
 		slices.Reverse(recent)
-		if recent == nil {
-			recent = []storage.Event{}
+		out.Events = make([]api.Event, 0, len(recent))
+		for _, ev := range recent {
+			out.Events = append(out.Events, wire.Event(ev))
 		}
-		out["events"] = recent
 	}
 	return json.Marshal(out)
 }

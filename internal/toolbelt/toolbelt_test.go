@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -310,8 +311,8 @@ func TestToolbeltCreateWorkAndReadContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rc struct {
-		Work   *storage.Work   `json:"work"`
-		Events []storage.Event `json:"events"`
+		Work   *api.Work   `json:"work"`
+		Events []api.Event `json:"events"`
 	}
 	if err := json.Unmarshal(res.Result, &rc); err != nil || rc.Work == nil || rc.Work.ID != a.Work.ID || len(rc.Events) < 2 {
 		t.Fatalf("read_context %s (%v)", res.Result, err)
