@@ -715,44 +715,6 @@ func TestConfigRoutes(t *testing.T) {
 	}
 }
 
-// TestResourceRoleTable walks every resource route the way TestRoleTable
-// walks the built-in ones: each has the spec's role and Idempotency-Key
-// rule, and the server enforces the role on the wire.
-func TestResourceRoleTable(t *testing.T) {
-	s := mgmttest.StartStack(t, mgmttest.StackOptions{})
-	tokens := map[management.Role]string{}
-	for _, r := range []management.Role{management.RoleView, management.RoleOperate, management.RoleAdmin} {
-		tokFile, _ := s.AddOperator(t, "op-"+r.String(), r)
-		tokens[r] = mustRead(t, tokFile)
-	}
-	routes := s.Resources.Routes()
-	registered := map[string]bool{}
-	for _, rt := range s.Server.Routes() {
-		registered[rt.Method+" "+rt.Pattern] = true
-	}
-	for _, rt := range routes {
-		name := rt.Method + " " + rt.Pattern
-		if !registered[name] {
-			t.Errorf("%s is not registered on the server", name)
-		}
-		if want := specRole(rt); rt.Role != want {
-			t.Errorf("%s needs %s, the spec says %s", name, rt.Role, want)
-		}
-		if rt.Method == http.MethodPost && rt.Idempotent == keyExempt(rt) {
-			t.Errorf("%s: Idempotent=%v, but the spec exempts it: %v", name, rt.Idempotent, keyExempt(rt))
-		}
-		path := routePath(rt.Pattern)
-		if below := rt.Role - 1; below.Valid() {
-			got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[below], body: "{not json", noContentType: true})
-			expect(t, got, http.StatusForbidden, "forbidden_role")
-		}
-		got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[rt.Role], body: "{}", header: map[string]string{"Idempotency-Key": "k1"}})
-		if got.code() == "forbidden_role" || got.code() == "unauthorized" || got.status >= 500 {
-			t.Errorf("%s with role %s: %d %s", name, rt.Role, got.status, got.body)
-		}
-	}
-}
-
 // TestOpaqueIDsWithSlashes reads records whose ids contain "/", sent as
 // one escaped path segment.
 func TestOpaqueIDsWithSlashes(t *testing.T) {

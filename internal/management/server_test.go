@@ -2,15 +2,18 @@ package management_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/open-conduit/open-conduit/extension"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,22 +120,45 @@ func keyExempt(rt management.Route) bool {
 	return false
 }
 
-// TestRoleTable walks every registered route: each has a role, the role
-// is the spec's, mutating routes need an Idempotency-Key unless the spec
-// exempts them, and the server enforces the role on the wire (one role
-// below is refused with forbidden_role before the body is read; the role
-// itself gets past the check).
+// TestRoleTable walks every route the daemon serves (the built-in,
+// resource and action routes, composed by management.NewServers as the
+// daemon composes them): each has a role, the role is the spec's, mutating
+// routes need an Idempotency-Key unless the spec exempts them, and the
+// server enforces the role on the wire (one role below is refused with
+// forbidden_role, naming the role needed, before the body is read; the
+// role itself gets past the check and the route answers without failing).
 func TestRoleTable(t *testing.T) {
-	h := mgmttest.Start(t, mgmttest.Options{})
+	quiet := func(context.Context, extension.ActionRequest) (json.RawMessage, error) { return nil, nil }
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{Extensions: []extension.Registration{{Name: "ext",
+		Actions: []extension.Action{{Name: "ext.quiet", Summary: "Do nothing.", Handler: quiet}}}}})
 	tokens := map[management.Role]string{}
 	for _, r := range []management.Role{management.RoleView, management.RoleOperate, management.RoleAdmin} {
-		tokFile, _ := h.AddOperator(t, "op-"+r.String(), r)
+		tokFile, _ := s.AddOperator(t, "op-"+r.String(), r)
 		tokens[r] = mustRead(t, tokFile)
 	}
-	routes := h.Server.Routes()
-	if len(routes) == 0 {
-		t.Fatal("no routes registered")
+	routes := s.Server.Routes()
+	registered := map[string]bool{}
+	for _, rt := range routes {
+		registered[rt.Method+" "+rt.Pattern] = true
 	}
+	want := []string{"GET /v1/health", "GET /v1/actions", "POST /v1/actions/{name}"}
+	for _, rt := range s.Resources.Routes() {
+		want = append(want, rt.Method+" "+rt.Pattern)
+	}
+	for _, name := range want {
+		if !registered[name] {
+			t.Errorf("%s is not registered on the server", name)
+		}
+	}
+	// The credential routes go last: rotating one's own credential with
+	// its own role replaces the token the other routes are walked with.
+	last := func(rt management.Route) int {
+		if strings.HasPrefix(rt.Pattern, "/v1/auth/") {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(routes, func(a, b management.Route) int { return cmp.Compare(last(a), last(b)) })
 	for _, rt := range routes {
 		name := rt.Method + " " + rt.Pattern
 		if !rt.Role.Valid() {
@@ -148,19 +174,26 @@ func TestRoleTable(t *testing.T) {
 		if rt.Method == http.MethodPost && rt.Idempotent == keyExempt(rt) {
 			t.Errorf("%s: Idempotent=%v, but the spec exempts it: %v", name, rt.Idempotent, keyExempt(rt))
 		}
-		path := routePath(rt.Pattern)
+		path := routePath(strings.ReplaceAll(rt.Pattern, "{name}", "ext.quiet"))
 		// The body is deliberately not JSON: a role refusal must come
 		// before the body is read.
 		if below := rt.Role - 1; below.Valid() {
-			got := do(t, h, req{method: rt.Method, path: path, token: tokens[below], body: "{not json", noContentType: true})
+			got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[below], body: "{not json", noContentType: true})
 			expect(t, got, http.StatusForbidden, "forbidden_role")
 			if !strings.Contains(got.message(), rt.Role.String()) {
 				t.Errorf("%s: refusal %q does not name the role needed", name, got.message())
 			}
 		}
-		got := do(t, h, req{method: rt.Method, path: path, token: tokens[rt.Role], body: "{}", header: map[string]string{"Idempotency-Key": "k1"}})
-		if got.code() == "forbidden_role" || got.code() == "unauthorized" {
+		body := "{}"
+		if name == "POST /v1/actions/{name}" {
+			body = `{"scope":"setup"}`
+		}
+		got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[rt.Role], body: body, header: map[string]string{"Idempotency-Key": "k1"}})
+		if got.code() == "forbidden_role" || got.code() == "unauthorized" || got.status >= 500 {
 			t.Errorf("%s with role %s: %d %s", name, rt.Role, got.status, got.body)
+		}
+		if strings.HasPrefix(rt.Pattern, "/v1/actions") && got.status != http.StatusOK {
+			t.Errorf("%s with role %s: %d %s, want 200", name, rt.Role, got.status, got.body)
 		}
 	}
 }
