@@ -41,37 +41,40 @@ const (
 	CodeInternal               Code = "internal"
 )
 
-// codeStatus is the one table from code to HTTP status.
-var codeStatus = map[Code]int{
-	CodeUnauthorized:           http.StatusUnauthorized,
-	CodeForbidden:              http.StatusForbidden,
-	CodeForbiddenRole:          http.StatusForbidden,
-	CodeWrongCredentialClass:   http.StatusForbidden,
-	CodeAuthorityReleased:      http.StatusForbidden,
-	CodeNotFound:               http.StatusNotFound,
-	CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
-	CodeIdempotencyConflict:    http.StatusConflict,
-	CodeRequestConflict:        http.StatusConflict,
-	CodeConflict:               http.StatusConflict,
-	CodeScopeInUse:             http.StatusConflict,
-	CodeStaleGeneration:        http.StatusConflict,
-	CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
-	CodeInvalidRequest:         http.StatusUnprocessableEntity,
-	CodeInvalidConfig:          http.StatusUnprocessableEntity,
-	CodeInvalidCursor:          http.StatusUnprocessableEntity,
-	CodeCursorMismatch:         http.StatusUnprocessableEntity,
-	CodeCursorExpired:          http.StatusUnprocessableEntity,
-	CodeIdempotencyKeyRequired: http.StatusBadRequest,
-	CodeRangeNotSatisfiable:    http.StatusRequestedRangeNotSatisfiable,
-	CodeCausalDepthExceeded:    http.StatusUnprocessableEntity,
-	CodeCausalRateExceeded:     http.StatusTooManyRequests,
-	CodeInternal:               http.StatusInternalServerError,
+// sent is every code this server sends in its envelope. Each one's status
+// is the wire's, api.Status: the one table from code to HTTP status lives
+// in package api, beside the codes, so that a client and the server cannot
+// disagree about it.
+var sent = map[Code]bool{
+	CodeUnauthorized:           true,
+	CodeForbidden:              true,
+	CodeForbiddenRole:          true,
+	CodeWrongCredentialClass:   true,
+	CodeAuthorityReleased:      true,
+	CodeNotFound:               true,
+	CodeMethodNotAllowed:       true,
+	CodeIdempotencyConflict:    true,
+	CodeRequestConflict:        true,
+	CodeConflict:               true,
+	CodeScopeInUse:             true,
+	CodeStaleGeneration:        true,
+	CodePayloadTooLarge:        true,
+	CodeUnsupportedMediaType:   true,
+	CodeInvalidRequest:         true,
+	CodeInvalidConfig:          true,
+	CodeInvalidCursor:          true,
+	CodeCursorMismatch:         true,
+	CodeCursorExpired:          true,
+	CodeIdempotencyKeyRequired: true,
+	CodeRangeNotSatisfiable:    true,
+	CodeCausalDepthExceeded:    true,
+	CodeCausalRateExceeded:     true,
+	CodeInternal:               true,
 }
 
 // Status returns the HTTP status of a code; an unknown code is 500.
 func (c Code) Status() int {
-	if s, ok := codeStatus[c]; ok {
+	if s, ok := api.Status(string(c)); ok && sent[c] {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -193,7 +196,7 @@ func classify(err error, bare bool) (status int, code, message string, known boo
 	var pe *Error
 	if errors.As(err, &pe) {
 		c := pe.Code
-		if _, ok := codeStatus[c]; !ok {
+		if !sent[c] {
 			return http.StatusInternalServerError, string(CodeInternal), internalMessage, false
 		}
 		return c.Status(), string(c), pe.Message, true
