@@ -16,8 +16,8 @@ import (
 // on every tick, at once after a request that may have changed something
 // and whenever a segment reports; lease renewal every third of the current
 // lease (re-paced when an apply changes it), on a goroutine of its own so
-// that a long scheduler round (secrets resolved for each claim, a start
-// gate) never delays it into the lease margin; and the sweeps (toolbelt
+// that a long scheduler round (a start gate, a recovery's
+// preparation) never delays it into the lease margin; and the sweeps (toolbelt
 // records, Idempotency-Key history, run directories of ended or unknown
 // executions). It returns nil when ctx ends and an error when the
 // management server fails, in both cases after the renewal goroutine has
