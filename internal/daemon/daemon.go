@@ -338,6 +338,11 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.srv = servers.Management
+	if was, err := statedir.RepairTokenFileMode(statedir.OwnerTokenPath(d.state)); err != nil {
+		return err
+	} else if was != 0 {
+		d.log.Warn("the owner's token file was open to other users; it is now owner-only (0600): rotate the owner's token ('open-conduit auth rotate') if anyone may have read it", "token_file", statedir.OwnerTokenPath(d.state), "mode_was", fmt.Sprintf("%04o", was))
+	}
 	st, err := management.BootstrapOperator(ctx, d.lock, d.srv.Operators())
 	if err != nil {
 		return fmt.Errorf("cannot bootstrap the owner's operator token: %w", err)

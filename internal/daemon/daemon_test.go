@@ -436,3 +436,26 @@ func TestShutdownKeepsTheProcessAndTheNextDaemonAdoptsIt(t *testing.T) {
 		t.Errorf("log %q misses the adopted process's output", out)
 	}
 }
+
+// An owner's token file that other users can read is made owner-only at
+// start, and the daemon says so (with the advice to rotate); the token
+// still works.
+func TestOpenOwnerTokenFileIsRepairedWithAWarning(t *testing.T) {
+	state := shortDir(t)
+	r := start(t, state)
+	r.stop()
+	path := statedir.OwnerTokenPath(state)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = start(t, state)
+	if got := mode(t, path); got != 0o600 {
+		t.Fatalf("token file mode %04o after start, want 0600", got)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "the owner's token file was open to other users") || !strings.Contains(logs, `"mode_was":"0644"`) {
+		t.Fatalf("no warning about the repaired token file:\n%s", logs)
+	}
+	if _, err := r.client.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
