@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -141,6 +142,9 @@ type Daemon struct {
 	// limitsApplied tells the loop that an apply replaced the limits, so
 	// that it re-paces lease renewal.
 	limitsApplied chan struct{}
+	// ready: start-up adoption and the first round and sweep are done
+	// (the health route says ready from then on).
+	ready atomic.Bool
 
 	closeOnce sync.Once
 	closers   []func() error // in the order they run
@@ -332,7 +336,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	servers, err := management.NewServers(management.Parts{
 		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
-		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Logger: d.log.With("component", "management"),
+		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 	})
 	if err != nil {
 		return err

@@ -459,3 +459,51 @@ func TestOpenOwnerTokenFileIsRepairedWithAWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Health says starting while the daemon's start-up (adoption, the first
+// round and sweep) is under way, and ready once it is done: the first
+// round is held until the test has seen starting.
+func TestHealthSaysStartingUntilReady(t *testing.T) {
+	state := shortDir(t)
+	opts := options(t, state, &syncBuffer{})
+	inRound, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	opts.ticked = func() {
+		once.Do(func() {
+			close(inRound)
+			<-release
+		})
+	}
+	ready := make(chan struct{})
+	opts.Ready = func(Info) { close(ready) }
+	d, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- errors.Join(d.Serve(ctx), d.Close()) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	info := d.Info()
+	c := client.New(info.Socket, client.TokenFile(info.TokenFile))
+	<-inRound
+	h, err := c.Health(context.Background())
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	if h.Status != "ok" || h.State != "starting" {
+		close(release)
+		t.Fatalf("health during start-up = %+v, want ok and starting", h)
+	}
+	close(release)
+	<-ready
+	if h, err := c.Health(context.Background()); err != nil || h.Status != "ok" || h.State != "ready" {
+		t.Fatalf("health once ready = %+v, %v, want ok and ready", h, err)
+	}
+}

@@ -239,8 +239,8 @@ func TestWireOperators(t *testing.T) {
 		sameWire(t, "Revoked "+string(class), r, revokedOut(r))
 	}
 	sameWire(t, "Revoked zero", RevokeResult{Class: ClassOperator}, revokedOut(RevokeResult{Class: ClassOperator}))
-	sameWire(t, "Health", HealthResponse{Status: "ok", Version: "0.1.0", Generation: 3}, healthOut("0.1.0", 3))
-	sameWire(t, "Health zero", HealthResponse{Status: "ok"}, healthOut("", 0))
+	sameWire(t, "Health", HealthResponse{Status: "ok", Version: "0.1.0", Generation: 3, State: "ready"}, healthOut("0.1.0", 3, "ready"))
+	sameWire(t, "Health zero", HealthResponse{Status: "ok"}, healthOut("", 0, ""))
 	// No credential's digest reaches the listing.
 	if b := wireBytes(t, operatorOut(active)); containsDigest(b, active.Digest) {
 		t.Errorf("the operator listing shows a digest: %s", b)
