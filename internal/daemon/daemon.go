@@ -101,6 +101,9 @@ type Options struct {
 	// this package's tests: a round that started after an observation has
 	// decided on it).
 	ticked func()
+	// draining, when set, is called when shutdown begins to wait for the
+	// requests in flight (a seam for this package's tests).
+	draining func()
 }
 
 // Info describes a serving daemon.
@@ -145,6 +148,8 @@ type Daemon struct {
 	// ready: start-up adoption and the first round and sweep are done
 	// (the health route says ready from then on).
 	ready atomic.Bool
+	// calls are the requests in flight on both sockets (see drain).
+	calls inflight
 
 	closeOnce sync.Once
 	closers   []func() error // in the order they run
@@ -359,7 +364,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
 		return err
 	}
-	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }}, d.closers...)
+	// The toolbelt sockets close, then the calls still in flight on them
+	// (and on the management socket) return, before storage closes.
+	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }, d.drain}, d.closers...)
 	binDir, err := linkOS(d.state, d.opts.Executable)
 	if err != nil {
 		return err
@@ -437,8 +444,10 @@ func (d *Daemon) endpoint(_ context.Context, executionID, token string) (schedul
 
 // notifying wakes the loop after every request that may have changed
 // something (an accepted Event, created Work, a cancel), so the scheduler
-// acts at once instead of at its next tick.
+// acts at once instead of at its next tick; it counts the request in
+// flight meanwhile (see drain).
 func (d *Daemon) notifying(h http.Handler) http.Handler {
+	h = d.calls.wrap(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -136,15 +136,17 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 }
 
-// sweep runs every retention pass.
+// sweep runs every retention pass. A pass cut off because the daemon is
+// shutting down (ctx ended) is not a failure: the next daemon sweeps
+// again.
 func (d *Daemon) sweep(ctx context.Context) {
 	if res, err := d.tb.SweepToolbelt(ctx); err != nil {
-		d.log.Error("toolbelt sweep failed", "error", err)
+		d.sweepFailed(ctx, "toolbelt sweep failed", err)
 	} else if res.Tokens+res.Replays+res.Calls > 0 {
 		d.log.Info("toolbelt records swept", "tokens", res.Tokens, "replays", res.Replays, "calls", res.Calls)
 	}
 	if n, err := d.srv.SweepIdempotency(ctx); err != nil {
-		d.log.Error("idempotency sweep failed", "error", err)
+		d.sweepFailed(ctx, "idempotency sweep failed", err)
 	} else if n > 0 {
 		d.log.Info("idempotency records swept", "records", n)
 	}
@@ -175,9 +177,18 @@ func (d *Daemon) sweepRuns(ctx context.Context) {
 		return false
 	})
 	if err != nil {
-		d.log.Error("run directory sweep failed", "error", err)
+		d.sweepFailed(ctx, "run directory sweep failed", err)
 	}
 	for _, s := range swept {
 		d.log.Info("run directory removed", "execution", s.ExecutionID, "key", s.Key)
 	}
+}
+
+// sweepFailed logs a failed sweep: an ERROR, unless shutdown cut it off.
+func (d *Daemon) sweepFailed(ctx context.Context, msg string, err error) {
+	if ctx.Err() != nil {
+		d.log.Info(msg+"; cut off by shutdown", "error", err)
+		return
+	}
+	d.log.Error(msg, "error", err)
 }
