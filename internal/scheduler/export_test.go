@@ -48,18 +48,3 @@ func (s *Scheduler) ApplyWait(ctx context.Context, tx storage.Tx, exe storage.Ex
 	}
 	return s.applyWait(ctx, tx, exe, d, res, &res.ExitCode)
 }
-
-// WaitPrepared blocks until no claim is being prepared: every claim the
-// rounds so far made has started its segment, been held or been given
-// back.
-func (s *Scheduler) WaitPrepared() {
-	for {
-		s.mu.Lock()
-		n, ch := len(s.preparing), s.prepared
-		s.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		<-ch
-	}
-}

@@ -199,7 +199,7 @@ func (h *harness) tick() {
 	if err := h.s.Tick(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
-	h.s.WaitPrepared()
+	h.s.WaitPrepared(context.Background())
 	// As the daemon does when a preparation ends: claim again what waited
 	// for its binding's turn, until nothing more is claimed.
 	for {
@@ -207,7 +207,7 @@ func (h *harness) tick() {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		h.s.WaitPrepared()
+		h.s.WaitPrepared(context.Background())
 		if n == 0 {
 			return
 		}

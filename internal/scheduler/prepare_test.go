@@ -85,7 +85,7 @@ func TestASlowSecretDelaysNoOtherBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	round()
-	h.s.WaitPrepared()
+	h.s.WaitPrepared(context.Background())
 	if exe := h.execution(slowExe); exe.State != storage.ExecutionFinished || exe.Result != storage.ResultCancelled {
 		t.Fatalf("the cancelled claim being prepared is %+v, want finished cancelled", exe)
 	}

@@ -648,6 +648,25 @@ func (s *Scheduler) WaitSegment(ctx context.Context, executionID string, epoch i
 	}
 }
 
+// WaitPrepared blocks until no claim is being prepared (every claim made
+// so far has started its segment, been held or been given back), or ctx
+// ends.
+func (s *Scheduler) WaitPrepared(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch := len(s.preparing), s.prepared
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // TrackedSegment is an executor call the scheduler observes.
 type TrackedSegment struct {
 	ExecutionID string

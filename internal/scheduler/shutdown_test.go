@@ -114,7 +114,7 @@ func TestShutdownOfTheRoundGivesTheClaimBack(t *testing.T) {
 	})
 	w := h.create("b1")
 	h.s.Tick(ctx)
-	h.s.WaitPrepared()
+	h.s.WaitPrepared(context.Background())
 	notStarted(t, h, w)
 	h.mod = nil
 	claimedAfresh(t, h, w)
