@@ -9,7 +9,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
-	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/client"
 )
 
@@ -17,6 +16,10 @@ func init() { commands = append(commands, newHealthCmd) }
 
 // readyPoll is how often health --wait-ready asks again.
 const readyPoll = 100 * time.Millisecond
+
+// healthReady is the health state of a ready daemon (the API's
+// HealthReady; the CLI reaches the API through client only).
+const healthReady = "ready"
 
 func newHealthCmd(s Streams) *cobra.Command {
 	var waitReady time.Duration
@@ -32,7 +35,7 @@ func newHealthCmd(s Streams) *cobra.Command {
 			h, err := c.Health(cmd.Context())
 			// --wait-ready: ask again while the daemon cannot be reached
 			// yet or is still starting, until it is ready or the time is up.
-			for deadline := time.Now().Add(waitReady); waitReady > 0 && (client.IsUnreachable(err) || err == nil && h.State != api.HealthReady); {
+			for deadline := time.Now().Add(waitReady); waitReady > 0 && (client.IsUnreachable(err) || err == nil && h.State != healthReady); {
 				if !time.Now().Before(deadline) {
 					if err == nil {
 						return failf("the daemon is still %s after %s; see its log", h.State, waitReady)
