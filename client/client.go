@@ -37,9 +37,25 @@ type TokenSource func() (string, error)
 // TokenFile reads the token from path on every request, trimming the
 // trailing newline, so that a token file replaced by rotation takes
 // effect at once.
+//
+// A file other users may read or write (any group or other permission
+// bit) is refused, naming its mode and the fix: a token in it may already
+// be known to someone else.
 func TokenFile(path string) TokenSource {
 	return func() (string, error) {
-		b, err := os.ReadFile(path)
+		f, err := os.Open(path)
+		if err != nil {
+			return "", &TokenError{Path: path, Err: err}
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return "", &TokenError{Path: path, Err: err}
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			return "", &TokenError{Path: path, Err: fmt.Errorf("other users can access it (mode %04o); run: chmod 600 %s, and rotate the token if anyone may have read it", perm, path)}
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 		if err != nil {
 			return "", &TokenError{Path: path, Err: err}
 		}

@@ -58,6 +58,19 @@ func TestTokenFileErrors(t *testing.T) {
 	if _, err := client.New(h.Socket, client.TokenFile(empty)).Health(context.Background()); !errors.As(err, &te) {
 		t.Fatalf("empty token file: %v", err)
 	}
+	// A token file other users can read is refused, with its mode and
+	// the fix, and its token is never sent.
+	open := filepath.Join(h.StateDir, "open.token")
+	if err := statedir.WriteTokenFile(open, h.OwnerToken(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.New(h.Socket, client.TokenFile(open)).Health(context.Background())
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "0644") || !strings.Contains(err.Error(), "chmod 600 "+open) {
+		t.Fatalf("token file at 0644: %v, want a refusal naming the mode and the fix", err)
+	}
 }
 
 func TestUnreachable(t *testing.T) {

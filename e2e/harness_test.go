@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/client"
 )
 
@@ -96,7 +98,7 @@ type daemon struct {
 	err    error
 }
 
-// start starts the daemon and waits until it answers health.
+// start starts the daemon and waits until its health says ready.
 func (e *env) start(extraEnv ...string) *daemon {
 	e.t.Helper()
 	d := e.spawn(extraEnv...)
@@ -124,8 +126,9 @@ func (e *env) spawn(extraEnv ...string) *daemon {
 	return d
 }
 
-// waitReady polls the socket's health until it answers (or the daemon
-// exits, which fails the test).
+// waitReady polls the socket's health until it says ready: start-up
+// adoption (the rotated tokens of adopted attempts written) and the first
+// round and sweep are done. The daemon exiting first fails the test.
 func (d *daemon) waitReady() {
 	t := d.e.t
 	t.Helper()
@@ -133,10 +136,13 @@ func (d *daemon) waitReady() {
 	deadline := time.Now().Add(guard)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := c.Health(ctx)
+		h, err := c.Health(ctx)
 		cancel()
-		if err == nil {
+		if err == nil && h.State == api.HealthReady {
 			return
+		}
+		if err == nil {
+			err = fmt.Errorf("health says %s", h.State)
 		}
 		select {
 		case <-d.exited:

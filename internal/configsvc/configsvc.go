@@ -459,6 +459,14 @@ type ApplyRequest struct {
 	ExpectedHash string
 	// Actor is who applies it (operator:<name>).
 	Actor string
+	// Retry says the request may be the retry of an apply whose
+	// generation committed but whose answer was lost (the management
+	// route sets it for every request, since each carries an
+	// Idempotency-Key): when the active generation is the very one it
+	// asked for (same document hash, published by the same actor on the
+	// expected generation), that apply is completed instead of refused as
+	// stale.
+	Retry bool
 }
 
 // ApplyResult is the published generation.
@@ -467,6 +475,9 @@ type ApplyResult struct {
 	Previous   int64
 	Snapshot   *config.Snapshot
 	Warnings   []config.Warning
+	// Completed: the generation was already active, published by the
+	// request this one retries (ApplyRequest.Retry); nothing changed now.
+	Completed bool
 }
 
 // invalidConfig is the refusal of a configuration that does not validate,
@@ -506,6 +517,9 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 		return ApplyResult{}, errors.New("configsvc: Apply before Restore")
 	}
 	if req.ExpectedGeneration != cur.gen.Number {
+		if req.Retry && cur.gen.Number == req.ExpectedGeneration+1 && cur.gen.Hash == snap.Hash && cur.gen.Actor == req.Actor {
+			return ApplyResult{Generation: cur.gen, Previous: req.ExpectedGeneration, Snapshot: cur.snap, Warnings: res.Warnings, Completed: true}, nil
+		}
 		return ApplyResult{}, staleGeneration(req.ExpectedGeneration)
 	}
 	if err := checkScopesInUse(ctx, s.opts.Store, cur.snap, snap); err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -100,6 +101,9 @@ type Options struct {
 	// this package's tests: a round that started after an observation has
 	// decided on it).
 	ticked func()
+	// draining, when set, is called when shutdown begins to wait for the
+	// requests in flight (a seam for this package's tests).
+	draining func()
 }
 
 // Info describes a serving daemon.
@@ -141,6 +145,11 @@ type Daemon struct {
 	// limitsApplied tells the loop that an apply replaced the limits, so
 	// that it re-paces lease renewal.
 	limitsApplied chan struct{}
+	// ready: start-up adoption and the first round and sweep are done
+	// (the health route says ready from then on).
+	ready atomic.Bool
+	// calls are the requests in flight on both sockets (see drain).
+	calls inflight
 
 	closeOnce sync.Once
 	closers   []func() error // in the order they run
@@ -333,12 +342,17 @@ func (d *Daemon) build(ctx context.Context) error {
 	servers, err := management.NewServers(management.Parts{
 		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
-		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Logger: d.log.With("component", "management"),
+		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 	})
 	if err != nil {
 		return err
 	}
 	d.srv = servers.Management
+	if was, err := statedir.RepairTokenFileMode(statedir.OwnerTokenPath(d.state)); err != nil {
+		return err
+	} else if was != 0 {
+		d.log.Warn("the owner's token file was open to other users; it is now owner-only (0600): rotate the owner's token ('open-conduit auth rotate') if anyone may have read it", "token_file", statedir.OwnerTokenPath(d.state), "mode_was", fmt.Sprintf("%04o", was))
+	}
 	st, err := management.BootstrapOperator(ctx, d.lock, d.srv.Operators())
 	if err != nil {
 		return fmt.Errorf("cannot bootstrap the owner's operator token: %w", err)
@@ -351,7 +365,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
 		return err
 	}
-	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }}, d.closers...)
+	// The toolbelt sockets close, then the calls still in flight on them
+	// (and on the management socket) return, before storage closes.
+	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }, d.drain}, d.closers...)
 	binDir, err := linkOS(d.state, d.opts.Executable)
 	if err != nil {
 		return err
@@ -429,8 +445,10 @@ func (d *Daemon) endpoint(_ context.Context, executionID, token string) (schedul
 
 // notifying wakes the loop after every request that may have changed
 // something (an accepted Event, created Work, a cancel), so the scheduler
-// acts at once instead of at its next tick.
+// acts at once instead of at its next tick; it counts the request in
+// flight meanwhile (see drain).
 func (d *Daemon) notifying(h http.Handler) http.Handler {
+	h = d.calls.wrap(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

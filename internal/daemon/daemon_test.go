@@ -436,3 +436,74 @@ func TestShutdownKeepsTheProcessAndTheNextDaemonAdoptsIt(t *testing.T) {
 		t.Errorf("log %q misses the adopted process's output", out)
 	}
 }
+
+// An owner's token file that other users can read is made owner-only at
+// start, and the daemon says so (with the advice to rotate); the token
+// still works.
+func TestOpenOwnerTokenFileIsRepairedWithAWarning(t *testing.T) {
+	state := shortDir(t)
+	r := start(t, state)
+	r.stop()
+	path := statedir.OwnerTokenPath(state)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = start(t, state)
+	if got := mode(t, path); got != 0o600 {
+		t.Fatalf("token file mode %04o after start, want 0600", got)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "the owner's token file was open to other users") || !strings.Contains(logs, `"mode_was":"0644"`) {
+		t.Fatalf("no warning about the repaired token file:\n%s", logs)
+	}
+	if _, err := r.client.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Health says starting while the daemon's start-up (adoption, the first
+// round and sweep) is under way, and ready once it is done: the first
+// round is held until the test has seen starting.
+func TestHealthSaysStartingUntilReady(t *testing.T) {
+	state := shortDir(t)
+	opts := options(t, state, &syncBuffer{})
+	inRound, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	opts.ticked = func() {
+		once.Do(func() {
+			close(inRound)
+			<-release
+		})
+	}
+	ready := make(chan struct{})
+	opts.Ready = func(Info) { close(ready) }
+	d, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- errors.Join(d.Serve(ctx), d.Close()) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	info := d.Info()
+	c := client.New(info.Socket, client.TokenFile(info.TokenFile))
+	<-inRound
+	h, err := c.Health(context.Background())
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	if h.Status != "ok" || h.State != "starting" {
+		close(release)
+		t.Fatalf("health during start-up = %+v, want ok and starting", h)
+	}
+	close(release)
+	<-ready
+	if h, err := c.Health(context.Background()); err != nil || h.Status != "ok" || h.State != "ready" {
+		t.Fatalf("health once ready = %+v, %v, want ok and ready", h, err)
+	}
+}

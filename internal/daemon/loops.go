@@ -16,8 +16,8 @@ import (
 // on every tick, at once after a request that may have changed something
 // and whenever a segment reports; lease renewal every third of the current
 // lease (re-paced when an apply changes it), on a goroutine of its own so
-// that a long scheduler round (secrets resolved for each claim, a start
-// gate) never delays it into the lease margin; and the sweeps (toolbelt
+// that a long scheduler round (a start gate, a recovery's
+// preparation) never delays it into the lease margin; and the sweeps (toolbelt
 // records, Idempotency-Key history, run directories of ended or unknown
 // executions). It returns nil when ctx ends and an error when the
 // management server fails, in both cases after the renewal goroutine has
@@ -37,6 +37,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	d.tick(ctx)
 	d.sweep(ctx)
+	d.ready.Store(true)
 	info := d.Info()
 	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "generation", info.Generation, "version", d.opts.Version)
 	if d.opts.Ready != nil {
@@ -135,15 +136,17 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 }
 
-// sweep runs every retention pass.
+// sweep runs every retention pass. A pass cut off because the daemon is
+// shutting down (ctx ended) is not a failure: the next daemon sweeps
+// again.
 func (d *Daemon) sweep(ctx context.Context) {
 	if res, err := d.tb.SweepToolbelt(ctx); err != nil {
-		d.log.Error("toolbelt sweep failed", "error", err)
+		d.sweepFailed(ctx, "toolbelt sweep failed", err)
 	} else if res.Tokens+res.Replays+res.Calls > 0 {
 		d.log.Info("toolbelt records swept", "tokens", res.Tokens, "replays", res.Replays, "calls", res.Calls)
 	}
 	if n, err := d.srv.SweepIdempotency(ctx); err != nil {
-		d.log.Error("idempotency sweep failed", "error", err)
+		d.sweepFailed(ctx, "idempotency sweep failed", err)
 	} else if n > 0 {
 		d.log.Info("idempotency records swept", "records", n)
 	}
@@ -174,9 +177,18 @@ func (d *Daemon) sweepRuns(ctx context.Context) {
 		return false
 	})
 	if err != nil {
-		d.log.Error("run directory sweep failed", "error", err)
+		d.sweepFailed(ctx, "run directory sweep failed", err)
 	}
 	for _, s := range swept {
 		d.log.Info("run directory removed", "execution", s.ExecutionID, "key", s.Key)
 	}
+}
+
+// sweepFailed logs a failed sweep: an ERROR, unless shutdown cut it off.
+func (d *Daemon) sweepFailed(ctx context.Context, msg string, err error) {
+	if ctx.Err() != nil {
+		d.log.Info(msg+"; cut off by shutdown", "error", err)
+		return
+	}
+	d.log.Error(msg, "error", err)
 }

@@ -86,7 +86,10 @@ func (rs *Resources) applyConfig(r *http.Request) (any, error) {
 		return nil, err
 	}
 	_, p := actorContext(r)
-	res, err := rs.config.Apply(r.Context(), configsvc.ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor()})
+	// The route is idempotent: a retry under the same key whose first
+	// attempt committed but was never recorded completes that apply.
+	_, retry := IdempotencyKey(r.Context())
+	res, err := rs.config.Apply(r.Context(), configsvc.ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor(), Retry: retry})
 	if err != nil {
 		return nil, configErr(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// Health answers the health route (required).
 	Health Health
+	// Ready, when set, says whether the daemon is ready (the health
+	// route's state: starting until it is); nil means always ready.
+	Ready func() bool
 	// Clock and Entropy default to the system's.
 	Clock   clock.Clock
 	Entropy clock.Entropy
@@ -380,5 +384,9 @@ func (s *Server) handleHealth(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return healthOut(s.opts.Version, gen), nil
+	state := api.HealthReady
+	if s.opts.Ready != nil && !s.opts.Ready() {
+		state = api.HealthStarting
+	}
+	return healthOut(s.opts.Version, gen, state), nil
 }

@@ -44,6 +44,9 @@ type Parts struct {
 	Entropy clock.Entropy
 	// Version is reported by the health route.
 	Version string
+	// Ready, when set, says whether the daemon is ready (the health
+	// route's state).
+	Ready func() bool
 	// Logger receives both servers' failures.
 	Logger *slog.Logger
 }
@@ -83,6 +86,7 @@ func NewServers(p Parts) (*Servers, error) {
 		ExecutionTokens: p.ExecutionTokens,
 		Idempotency:     StoreIdempotency(p.Store),
 		Health:          p.Config,
+		Ready:           p.Ready,
 		Clock:           p.Clock,
 		Entropy:         p.Entropy,
 		Cursors:         p.Cursors,

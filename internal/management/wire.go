@@ -77,8 +77,8 @@ func actedOut(res toolbelt.ActResult) api.Acted {
 	return api.Acted{Event: eventOut(res.Event), Result: res.Result, Existing: res.Event.Replayed}
 }
 
-func healthOut(version string, generation int64) api.Health {
-	return api.Health{Status: "ok", Version: version, Generation: generation}
+func healthOut(version string, generation int64, state string) api.Health {
+	return api.Health{Status: "ok", Version: version, Generation: generation, State: state}
 }
 
 // operatorOut is a credential as the listing shows it: never a token or a

@@ -95,8 +95,8 @@ func TestWireOperators(t *testing.T) {
 		g.Add("Revoked "+string(class), revokedOut(r))
 	}
 	g.Add("Revoked zero", revokedOut(RevokeResult{Class: ClassOperator}))
-	g.Add("Health", healthOut("0.1.0", 3))
-	g.Add("Health zero", healthOut("", 0))
+	g.Add("Health", healthOut("0.1.0", 3, "ready"))
+	g.Add("Health zero", healthOut("", 0, ""))
 	// No credential's digest reaches the listing.
 	if b := wiretest.Marshal(t, operatorOut(active)); containsDigest(b, active.Digest) {
 		t.Errorf("the operator listing shows a digest: %s", b)

@@ -77,6 +77,18 @@
 // alone; at start the daemon, which holds the state directory's exclusive
 // lock, adopts at once every attempt a previous owner left (RecoverOrphans).
 //
+// # Preparing a claim
+//
+// A claim or resume commits in the round; its segment is prepared (token,
+// endpoint, secrets) and started on a goroutine of its own, so a slow
+// secret delays no round, no stop and no other binding. At most
+// PrepareWorkers claims are prepared at once and PreparePerBinding per
+// binding: Work of a binding at its limit is passed over (left ready,
+// unclaimed) and claimed by the round that follows the end of its
+// binding's preparation. A claim being prepared keeps its lease
+// (Heartbeat); a cancel meanwhile cuts the preparation short and confirms
+// the stop, nothing having started; Close cuts it short and gives it back.
+//
 // # Inputs
 //
 // Each claim or resume acknowledges the Work's queued inputs up to the

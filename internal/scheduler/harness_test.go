@@ -202,6 +202,19 @@ func (h *harness) tick() {
 	if err := h.s.Tick(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
+	h.s.WaitPrepared(context.Background())
+	// As the daemon does when a preparation ends: claim again what waited
+	// for its binding's turn, until nothing more is claimed.
+	for {
+		n, err := h.s.Claim(context.Background())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.s.WaitPrepared(context.Background())
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // finish ends a segment and applies its result.

@@ -24,20 +24,36 @@ func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
 	for _, seg := range s.segments {
 		segs = append(segs, seg)
 	}
+	preps := make([]storage.Execution, 0, len(s.preparing))
+	for _, p := range s.preparing {
+		preps = append(preps, p.exe)
+	}
 	s.mu.Unlock()
 	now, lease := s.now(), s.Limits().Lease
 	lost := 0
 	var errs []error
+	// A claim being prepared holds its lease too: a slow secret must not
+	// let it lapse into a recovery of a segment that never started.
+	for _, exe := range preps {
+		cur, err := s.renew(ctx, exe, now, lease)
+		switch {
+		case errors.Is(err, storage.ErrFenced), errors.Is(err, storage.ErrNotFound):
+			lost++
+			s.mu.Lock()
+			if p := s.preparing[exe.ID]; p != nil {
+				p.cancel()
+			}
+			s.mu.Unlock()
+		case err != nil:
+			errs = append(errs, err)
+		case cur.State == storage.ExecutionStopping:
+			s.mu.Lock()
+			s.stopPreparing(exe.ID)
+			s.mu.Unlock()
+		}
+	}
 	for _, seg := range segs {
-		var exe storage.Execution
-		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
-			var err error
-			exe, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{
-				ID: seg.exe.ID, Epoch: seg.exe.Epoch, Owner: s.o.Owner, ValidAt: now.Add(s.rt.LeaseMargin()),
-				LeaseExpiresAt: now.Add(lease), States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
-			})
-			return err
-		})
+		exe, err := s.renew(ctx, seg.exe, now, lease)
 		switch {
 		case errors.Is(err, storage.ErrFenced), errors.Is(err, storage.ErrNotFound):
 			lost++
@@ -50,6 +66,20 @@ func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
 		}
 	}
 	return lost, errors.Join(errs...)
+}
+
+// renew renews the lease of exe's epoch for lease from now.
+func (s *Scheduler) renew(ctx context.Context, exe storage.Execution, now time.Time, lease time.Duration) (storage.Execution, error) {
+	var cur storage.Execution
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		cur, err = tx.RenewLease(ctx, &storage.RenewLeaseParams{
+			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, ValidAt: now.Add(s.rt.LeaseMargin()),
+			LeaseExpiresAt: now.Add(lease), States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
+		})
+		return err
+	})
+	return cur, err
 }
 
 // detach stops observing a segment without stopping its process.
@@ -141,12 +171,25 @@ func (s *Scheduler) StopFenced(ctx context.Context) error {
 	for _, exe := range stopping {
 		s.mu.Lock()
 		seg := s.segments[exe.ID]
+		if seg == nil {
+			s.stopPreparing(exe.ID)
+		}
 		s.mu.Unlock()
 		if seg != nil && seg.exe.Epoch == exe.Epoch {
 			s.requestStop(seg)
 		}
 	}
 	return nil
+}
+
+// stopPreparing cuts short the preparation of an attempt a cancel fenced:
+// its segment is never started (start refuses it) and its stop is
+// confirmed when the preparation ends. Called with s.mu held.
+func (s *Scheduler) stopPreparing(executionID string) {
+	if p := s.preparing[executionID]; p != nil && !p.stopAsked {
+		p.stopAsked = true
+		p.cancel()
+	}
 }
 
 // RecoverExpired takes over every attempt whose lease has expired (held by

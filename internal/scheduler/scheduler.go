@@ -47,7 +47,36 @@ type Scheduler struct {
 	segments map[string]*segment
 	results  []result
 	closed   bool
+
+	// preparing are the claims whose segment is being prepared (token,
+	// endpoint, secrets) off the round, by execution id (see prepare).
+	preparing map[string]*preparation
+	// prepared is closed (and replaced) whenever a preparation ends.
+	prepared chan struct{}
 }
+
+// Preparation bounds: at most PrepareWorkers claims are prepared at once,
+// at most PreparePerBinding of them for one binding. A claim is taken only
+// when its preparation can start at once, so one binding whose secret
+// hangs holds at most PreparePerBinding slots and never queues another
+// binding's Work behind it.
+const (
+	PrepareWorkers    = 4
+	PreparePerBinding = 1
+)
+
+// preparation is a committed claim or resume whose segment is being
+// prepared on a goroutine of its own.
+type preparation struct {
+	exe    storage.Execution
+	key    string // scope and binding
+	cancel context.CancelFunc
+	// stopAsked: the attempt was fenced by a cancel while being prepared;
+	// start refuses it and its stop is confirmed once preparing ends.
+	stopAsked bool
+}
+
+func bindingKey(scope, binding string) string { return scope + "\x00" + binding }
 
 // segment is one executor call the scheduler tracks.
 type segment struct {
@@ -85,7 +114,7 @@ func New(o Options) (*Scheduler, error) {
 	base, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		o: o, rt: o.Runtime, store: o.Store, base: base, cancel: cancel,
-		notify: make(chan struct{}, 1), segments: map[string]*segment{},
+		notify: make(chan struct{}, 1), segments: map[string]*segment{}, preparing: map[string]*preparation{}, prepared: make(chan struct{}),
 	}
 	s.SetLimits(o.Limits)
 	return s, nil
@@ -112,7 +141,8 @@ func (s *Scheduler) SetLimits(l Limits) {
 func (s *Scheduler) Limits() Limits { return *s.limits.Load() }
 
 // Notify signals (without blocking the sender) when a segment reported
-// and Tick has something to apply.
+// and Tick has something to apply, or a claim's preparation ended and
+// Tick may claim Work that waited for its binding's turn.
 func (s *Scheduler) Notify() <-chan struct{} { return s.notify }
 
 // Owner is the daemon instance id the scheduler takes leases as.
@@ -170,8 +200,12 @@ func (s *Scheduler) stopped(ctx context.Context) bool {
 
 // Claim claims ready, unheld Work up to MaxRunning and starts a segment
 // for each: a new execution at epoch 1, or the next epoch of the Work's
-// parked execution (resume). It returns how many it started. It claims
-// nothing once the scheduler is closing or ctx has ended.
+// parked execution (resume). The segment is prepared (token, endpoint,
+// secrets) and started off the round (see prepare), so Claim never waits
+// for a secret; it takes a Work only when its preparation can start at
+// once (PrepareWorkers, PreparePerBinding) and passes over the Work of a
+// binding at its limit. It returns how many it claimed. It claims nothing
+// once the scheduler is closing or ctx has ended.
 func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	if s.stopped(ctx) {
 		return 0, nil
@@ -184,15 +218,22 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	if slots <= 0 {
 		return 0, nil
 	}
-	cands, err := s.store.ListClaimable(ctx, slots)
+	// More than slots: the Work of a binding at its preparation limit is
+	// passed over, and what follows it must still be reached.
+	cands, err := s.store.ListClaimable(ctx, storage.MaxLimit)
 	if err != nil {
 		return 0, err
 	}
 	started := 0
 	var errs []error
 	for _, w := range cands {
-		if s.stopped(ctx) {
+		if s.stopped(ctx) || started >= slots {
 			break
+		}
+		if room, full := s.prepareRoom(bindingKey(w.Scope, w.Binding)); full {
+			break
+		} else if !room {
+			continue
 		}
 		ok, err := s.claimOne(ctx, w)
 		if err != nil {
@@ -304,7 +345,89 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 		kind = kindResume
 	}
 	s.o.Logger.Info("attempt claimed", "work", w.ID, "execution", exe.ID, "epoch", exe.Epoch, "kind", kind)
-	return true, s.launch(ctx, exe, w, b, ex, kind, w.InputWatermark)
+	return true, s.prepare(ctx, exe, w, b, ex, kind, w.InputWatermark)
+}
+
+// prepareRoom reports whether a claim of the binding key can be prepared
+// now (room), and whether no claim at all can be (full).
+func (s *Scheduler) prepareRoom(key string) (room, full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.preparing) >= PrepareWorkers {
+		return false, true
+	}
+	n := 0
+	for _, p := range s.preparing {
+		if p.key == key {
+			n++
+		}
+	}
+	return n < PreparePerBinding, false
+}
+
+// prepare launches a committed claim or resume on a goroutine the
+// scheduler tracks, so that a slow secret, token or endpoint delays
+// neither the round (other Work, stops, recoveries) nor another binding.
+// Its lease is renewed by Heartbeat meanwhile; a cancel meanwhile stops
+// its preparation (see StopFenced); Close cuts it short and gives the
+// claim back. A failure is logged: no round waits for it.
+func (s *Scheduler) prepare(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64) error {
+	pctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(s.base, cancel)
+	p := &preparation{exe: exe, key: bindingKey(exe.Scope, exe.Binding), cancel: cancel}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		unhook()
+		cancel()
+		return s.giveBack(ctx, exe, kind, prevWatermark)
+	}
+	s.preparing[exe.ID] = p
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		defer unhook()
+		err := s.launch(pctx, exe, w, b, ex, kind, prevWatermark)
+		for confirmed := false; ; confirmed = true {
+			s.mu.Lock()
+			if !p.stopAsked || confirmed {
+				delete(s.preparing, exe.ID)
+				close(s.prepared)
+				s.prepared = make(chan struct{})
+				s.mu.Unlock()
+				// A round now claims what waited for this binding's turn.
+				s.poke()
+				break
+			}
+			s.mu.Unlock()
+			// start refused it: nothing ran, so the stop is confirmed now
+			// rather than after its lease lapses.
+			err = errors.Join(err, s.confirmUnstarted(context.WithoutCancel(ctx), exe))
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.o.Logger.Error("preparing an attempt failed", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "error", err)
+		}
+	}()
+	return nil
+}
+
+// confirmUnstarted records the stop of a cancelled attempt whose segment
+// never started.
+func (s *Scheduler) confirmUnstarted(ctx context.Context, exe storage.Execution) error {
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		cur, err := tx.GetExecution(ctx, exe.ID)
+		if err != nil || cur.State != storage.ExecutionStopping || cur.Owner != s.o.Owner {
+			return err
+		}
+		_, err = s.rt.ConfirmStoppedInTx(ctx, tx, exe.ID, cur.Epoch, "stopped before its segment started", nil)
+		return err
+	})
+	if errors.Is(err, kernel.ErrExecutionState) {
+		return nil
+	}
+	return err
 }
 
 // ---- launching segments ----
@@ -356,7 +479,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		}
 		req.Env = env
 	}
-	if !s.start(exe, kind, req, ex) {
+	if s.stopped(ctx) || !s.start(exe, kind, req, ex) {
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
@@ -452,7 +575,7 @@ func (s *Scheduler) start(exe storage.Execution, kind string, req executor.RunRe
 	segCtx, cancel := context.WithCancel(s.base)
 	seg := &segment{exe: exe, kind: kind, req: req, ex: ex, cancel: cancel, done: make(chan struct{}), stopping: kind == kindStop}
 	s.mu.Lock()
-	if s.closed {
+	if p := s.preparing[exe.ID]; s.closed || (p != nil && p.stopAsked) {
 		s.mu.Unlock()
 		cancel()
 		return false
@@ -496,6 +619,11 @@ func (s *Scheduler) enqueue(r result) {
 		s.results = append(s.results, r)
 	}
 	s.mu.Unlock()
+	s.poke()
+}
+
+// poke signals Notify without blocking.
+func (s *Scheduler) poke() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -517,6 +645,25 @@ func (s *Scheduler) WaitSegment(ctx context.Context, executionID string, epoch i
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// WaitPrepared blocks until no claim is being prepared (every claim made
+// so far has started its segment, been held or been given back), or ctx
+// ends.
+func (s *Scheduler) WaitPrepared(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch := len(s.preparing), s.prepared
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

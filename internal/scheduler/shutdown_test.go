@@ -75,10 +75,14 @@ func TestCloseDuringAClaimGivesItBack(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h := newHarness(t, func(o *scheduler.Options) {
-		o.Secrets = func(context.Context, scheduler.SecretsRequest) (map[string]string, error) {
+		o.Secrets = func(ctx context.Context, _ scheduler.SecretsRequest) (map[string]string, error) {
 			once.Do(func() {
 				close(entered)
-				<-release
+				// Close cuts the resolution short (it waits for it).
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
 			})
 			return nil, nil
 		}
@@ -110,6 +114,7 @@ func TestShutdownOfTheRoundGivesTheClaimBack(t *testing.T) {
 	})
 	w := h.create("b1")
 	h.s.Tick(ctx)
+	h.s.WaitPrepared(context.Background())
 	notStarted(t, h, w)
 	h.mod = nil
 	claimedAfresh(t, h, w)
@@ -123,10 +128,15 @@ func TestCloseDuringAResumeOrRecoveryGivesItBack(t *testing.T) {
 	var block atomic.Bool
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	mod := func(o *scheduler.Options) {
-		o.Secrets = func(context.Context, scheduler.SecretsRequest) (map[string]string, error) {
+		o.Secrets = func(ctx context.Context, _ scheduler.SecretsRequest) (map[string]string, error) {
 			if block.Load() {
 				entered <- struct{}{}
-				<-release
+				// A resume's resolution is cut short by Close (which waits
+				// for it); a recovery's by the release.
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
 			}
 			return nil, nil
 		}

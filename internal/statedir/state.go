@@ -114,7 +114,7 @@ func AcquireLock(stateDir string) (*Lock, error) {
 		return nil, fmt.Errorf("cannot open lock file %s: %w", path, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		pid := readPID(f)
+		pid := holderPID(f)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, &LockHeldError{Path: path, PID: pid}
@@ -129,6 +129,43 @@ func AcquireLock(stateDir string) (*Lock, error) {
 		return nil, fmt.Errorf("cannot write pid into lock file %s: %w", path, err)
 	}
 	return &Lock{dir: stateDir, path: path, file: f}, nil
+}
+
+// holderPID names the process that holds the lock on f: the pid it wrote
+// into the file or, when it has taken the lock but not written its pid yet
+// (or the file holds anything else), the holder the kernel records for
+// the file's flock in /proc/locks. 0 when neither tells.
+func holderPID(f *os.File) int {
+	if pid := readPID(f); pid > 0 {
+		return pid
+	}
+	return flockHolder(f, "/proc/locks")
+}
+
+// flockHolder finds the pid of the FLOCK held on f's inode in a
+// /proc/locks listing (lines like
+// "1: FLOCK  ADVISORY  WRITE 1234 fe:01:5678 0 EOF").
+func flockHolder(f *os.File, locks string) int {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(locks)
+	if err != nil {
+		return 0
+	}
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		// A waiter's line has "->" after the number; a holder's does not.
+		if len(fs) < 6 || fs[1] != "FLOCK" || fs[5] != id {
+			continue
+		}
+		if pid, err := strconv.Atoi(fs[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }
 
 func readPID(f *os.File) int {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/open-conduit/open-conduit/internal/statedir"
 )
 
@@ -104,6 +106,25 @@ func TestStateDirThatIsAFileIsRefused(t *testing.T) {
 	}
 	if err := statedir.Prepare(path); err == nil {
 		t.Fatal("PrepareStateDir accepted a regular file")
+	}
+}
+
+// The refusal names the holder even in the moment between the holder's
+// flock and its pid's write (the lock taken, the file still empty).
+func TestLockRefusalNamesAHolderThatHasNotWrittenItsPID(t *testing.T) {
+	dir := newStateDir(t)
+	f, err := os.OpenFile(filepath.Join(dir, statedir.LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	_, err = statedir.AcquireLock(dir)
+	var held *statedir.LockHeldError
+	if !errors.As(err, &held) || held.PID != os.Getpid() || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("AcquireLock = %v, want a refusal naming pid %d", err, os.Getpid())
 	}
 }
 

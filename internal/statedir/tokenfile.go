@@ -41,3 +41,26 @@ func ReadTokenFile(path string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// RepairTokenFileMode takes group and other access away from the token
+// file at path (mode 0600) and returns the mode it had when it was wider;
+// 0 when it was already owner-only or does not exist. The daemon calls it
+// on the owner's token file at start and says so: the token may have been
+// read meanwhile and should be rotated.
+func RepairTokenFileMode(path string) (os.FileMode, error) {
+	fi, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	perm := fi.Mode().Perm()
+	if !fi.Mode().IsRegular() || perm&0o077 == 0 {
+		return 0, nil
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return 0, fmt.Errorf("cannot make the token file %s owner-only (mode %04o): %w", path, perm, err)
+	}
+	return perm, nil
+}

@@ -3,18 +3,29 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
+
+	"github.com/open-conduit/open-conduit/client"
 )
 
 func init() { commands = append(commands, newHealthCmd) }
 
+// readyPoll is how often health --wait-ready asks again.
+const readyPoll = 100 * time.Millisecond
+
+// healthReady is the health state of a ready daemon (the API's
+// HealthReady; the CLI reaches the API through client only).
+const healthReady = "ready"
+
 func newHealthCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var waitReady time.Duration
+	cmd := &cobra.Command{
 		Use:   "health",
-		Short: "Ask the daemon whether it is serving, and which configuration generation is active",
+		Short: "Ask the daemon whether it is serving and ready, and which configuration generation is active",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, t, err := newClient(cmd)
@@ -22,6 +33,22 @@ func newHealthCmd(s Streams) *cobra.Command {
 				return err
 			}
 			h, err := c.Health(cmd.Context())
+			// --wait-ready: ask again while the daemon cannot be reached
+			// yet or is still starting, until it is ready or the time is up.
+			for deadline := time.Now().Add(waitReady); waitReady > 0 && (client.IsUnreachable(err) || err == nil && h.State != healthReady); {
+				if !time.Now().Before(deadline) {
+					if err == nil {
+						return failf("the daemon is still %s after %s; see its log", h.State, waitReady)
+					}
+					break
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(readyPoll):
+				}
+				h, err = c.Health(cmd.Context())
+			}
 			if err != nil {
 				return clientFailure(err, t)
 			}
@@ -34,12 +61,15 @@ func newHealthCmd(s Streams) *cobra.Command {
 			}
 			return printLines(s.Out, [][]string{
 				{"status", h.Status},
+				{"state", h.State},
 				{"version", h.Version},
 				{"generation", strconv.FormatInt(h.Generation, 10)},
 				{"socket", c.Socket()},
 			})
 		},
 	}
+	cmd.Flags().DurationVar(&waitReady, "wait-ready", 0, "wait up to this long for the daemon to answer and be ready (0: ask once)")
+	return cmd
 }
 
 // withSocket adds the socket the command asked, as "socket", to the API's

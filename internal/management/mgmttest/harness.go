@@ -38,6 +38,7 @@ type Options struct {
 	Idempotency     management.IdempotencyStore
 	ExecutionTokens management.ExecutionTokens
 	Health          management.Health
+	Ready           func() bool
 	Clock           *clock.Fake
 	Entropy         clock.Entropy
 	CursorKey       []byte
@@ -118,6 +119,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		Entropy:         opts.Entropy,
 		CursorKey:       opts.CursorKey,
 		Version:         opts.Version,
+		Ready:           opts.Ready,
 		Logger:          opts.Logger,
 		Routes:          opts.Routes,
 		Authenticated:   opts.Authenticated,

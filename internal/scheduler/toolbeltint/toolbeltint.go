@@ -149,6 +149,10 @@ func (d *Driver) Claim(f *toolbelttest.Fixture, w storage.Work) (*toolbelttest.A
 	if err := d.s.Tick(ctx); err != nil {
 		return nil, err
 	}
+	// The claim's segment is prepared and started off the round.
+	if err := d.s.WaitPrepared(ctx); err != nil {
+		return nil, err
+	}
 	exe, err := f.Env.Store.GetLiveExecution(ctx, w.ID)
 	if err != nil {
 		return nil, fmt.Errorf("the scheduler did not claim Work %s: %w", w.ID, err)
@@ -181,6 +185,9 @@ func (d *Driver) Adopt(f *toolbelttest.Fixture, a *toolbelttest.Attempt) (*toolb
 // claimed) and returns the attempt its executor's Resume received.
 func (d *Driver) Resume(f *toolbelttest.Fixture, a *toolbelttest.Attempt) (*toolbelttest.Attempt, error) {
 	if err := d.s.Tick(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := d.s.WaitPrepared(context.Background()); err != nil {
 		return nil, err
 	}
 	return d.attempt(f, a.Execution.ID, a.Execution.Epoch+1, "resume")
