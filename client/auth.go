@@ -67,13 +67,31 @@ type Operator = api.Operator
 // operator credentials.
 type OperatorList = List[Operator]
 
-// Operators lists operator credentials, active and revoked, oldest
-// first, one page at a time: pass the previous page's NextCursor in p for
-// the next.
-func (c *Client) Operators(ctx context.Context, p Page) (*OperatorList, error) {
+// OperatorFilter filters the operator listing.
+type OperatorFilter struct {
+	// All lists revoked credentials too (all=true); without it only the
+	// active ones are listed.
+	All bool
+	Page
+}
+
+// ListOperators lists operator credentials, oldest first, one page at a
+// time: the active ones, or with f.All every one, active and revoked.
+// Pass the previous page's NextCursor in f.Page for the next, with the
+// same All.
+func (c *Client) ListOperators(ctx context.Context, f OperatorFilter) (*OperatorList, error) {
 	q := url.Values{}
-	p.add(q)
+	if f.All {
+		q.Set("all", "true")
+	}
+	f.Page.add(q)
 	return list[Operator](ctx, c, query("/v1/auth/operators", q))
+}
+
+// Operators lists the active operator credentials, oldest first, one page
+// at a time (ListOperators without All).
+func (c *Client) Operators(ctx context.Context, p Page) (*OperatorList, error) {
+	return c.ListOperators(ctx, OperatorFilter{Page: p})
 }
 
 // apiRevoked names the embedded api.Revoked so that its field Revoked is

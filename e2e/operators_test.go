@@ -95,11 +95,12 @@ func wantRefused(t *testing.T, what string, code int, stderr, want string) {
 	}
 }
 
-// operatorsOf lists the operator credentials through the API.
+// operatorsOf lists every operator credential, active and revoked,
+// through the API (all=true).
 func (e *env) operatorsOf(tr *transcript) map[string]client.Operator {
 	e.t.Helper()
 	var list client.OperatorList
-	resp := e.must("GET", "/v1/auth/operators", nil, nil, &list)
+	resp := e.must("GET", "/v1/auth/operators?all=true", nil, nil, &list)
 	tr.add(string(resp.Body))
 	out := map[string]client.Operator{}
 	for _, o := range list.Items {

@@ -259,8 +259,12 @@ func buildVersion() string {
 }
 
 // takeState prepares the state directory (0700, refused when unsafe) and
-// takes its lock.
+// takes its lock. A state directory whose management socket path would be
+// too long is refused first, before anything is created.
 func (d *Daemon) takeState() error {
+	if err := statedir.CheckSocketPath(filepath.Join(d.state, statedir.SocketName)); err != nil {
+		return err
+	}
 	if err := statedir.Prepare(d.state); err != nil {
 		return err
 	}

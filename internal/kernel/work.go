@@ -324,9 +324,13 @@ func (r *Runtime) fenceExecutionInTx(ctx context.Context, tx storage.Tx, exe sto
 		})
 	case storage.ExecutionParked:
 		st, res := storage.ExecutionFinished, storage.ResultCancelled
-		return tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+		fin, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 			ID: exe.ID, Epoch: exe.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked}, State: &st, Result: &res, Message: &why, Now: now,
 		})
+		if err != nil {
+			return fin, err
+		}
+		return fin, storage.RevokeFinishedTokens(ctx, tx, fin, now)
 	}
 	return exe, nil
 }
@@ -385,15 +389,18 @@ func (r *Runtime) ConfirmStoppedInTx(ctx context.Context, tx storage.Tx, executi
 	if cur.Message != "" {
 		message = cur.Message + "; " + message
 	}
-	st, res := storage.ExecutionFinished, storage.ResultCancelled
+	st, res, now := storage.ExecutionFinished, storage.ResultCancelled, r.clock.Now()
 	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 		ID: executionID, Epoch: epoch, FromStates: []storage.ExecutionState{storage.ExecutionStopping}, State: &st, Result: &res, Message: &message,
-		ExitCode: exitCode, Now: r.clock.Now(),
+		ExitCode: exitCode, Now: now,
 	})
 	if errors.Is(err, storage.ErrFenced) {
 		return storage.Execution{}, Refuse(extension.ErrConflict, ErrExecutionState.Code, "execution %s is not stopping at epoch %d", executionID, epoch)
 	}
-	return exe, err
+	if err != nil {
+		return exe, err
+	}
+	return exe, storage.RevokeFinishedTokens(ctx, tx, exe, now)
 }
 
 // RetryInTx applies the retry policy to a Work, given the accepted

@@ -58,9 +58,10 @@ type Credentials interface {
 	// and returns an error wrapping extension.ErrNotFound (unknown) or
 	// extension.ErrConflict (already revoked).
 	RevokeAndInsert(ctx context.Context, id string, at time.Time, next Credential) error
-	// ListOperators returns the credentials, active and revoked, in the
-	// keyset window p on (created_at, id), as every list is paged.
-	ListOperators(ctx context.Context, p storage.Page) ([]Credential, error)
+	// ListOperators returns the credentials, active and revoked (only the
+	// active ones with p.Active), in the keyset window p.Page on
+	// (created_at, id), as every list is paged.
+	ListOperators(ctx context.Context, p *storage.ListCredentialsParams) ([]Credential, error)
 	// ActiveByName returns the active credential of name.
 	ActiveByName(ctx context.Context, name string) (Credential, error)
 }
@@ -351,21 +352,33 @@ func (s *Server) handleIssueOperator(r *http.Request) (any, error) {
 }
 
 // operatorFilters are the filters of GET /v1/auth/operators, bound into
-// its cursors: none yet, so a cursor binds to the endpoint alone.
-type operatorFilters struct{}
+// its cursors: a cursor of the active listing does not page the full one.
+type operatorFilters struct {
+	All bool `json:"all"`
+}
 
-// handleListOperators serves GET /v1/auth/operators: every credential,
-// active and revoked, oldest first, paged on (created_at, id) with the
-// listing's last credential captured as the upper bound, like the
-// resource lists.
+// handleListOperators serves GET /v1/auth/operators: the active
+// credentials, or with all=true every credential, active and revoked,
+// oldest first, paged on (created_at, id) with the listing's last
+// credential captured as the upper bound, like the resource lists.
 func (s *Server) handleListOperators(r *http.Request) (any, error) {
-	_, limit, cursor, err := listQuery(r)
+	q, limit, cursor, err := listQuery(r, "all")
 	if err != nil {
 		return nil, err
 	}
+	var f operatorFilters
+	switch q.Get("all") {
+	case "", "false":
+	case "true":
+		f.All = true
+	default:
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "all must be true or false")
+	}
 	ctx := r.Context()
-	creds, err := pageByCreated(s.cursors, r, operatorFilters{}, limit, cursor,
-		func(p storage.Page) ([]Credential, error) { return s.ops.store.ListOperators(ctx, p) },
+	creds, err := pageByCreated(s.cursors, r, f, limit, cursor,
+		func(p storage.Page) ([]Credential, error) {
+			return s.ops.store.ListOperators(ctx, &storage.ListCredentialsParams{Active: !f.All, Page: p})
+		},
 		func(c Credential) storage.Position { return storage.Position{CreatedAt: c.CreatedAt, ID: c.ID} })
 	if err != nil {
 		return nil, err

@@ -349,7 +349,7 @@ func TestListingHasNoTokenOrDigest(t *testing.T) {
 			}
 		}
 	}
-	list, err := h.Client.Operators(ctx, client.Page{})
+	list, err := h.Client.ListOperators(ctx, client.OperatorFilter{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestOperatorListPages(t *testing.T) {
 			}
 
 			c := h.Client
-			page, err := c.Operators(ctx, client.Page{Limit: 3})
+			page, err := c.ListOperators(ctx, client.OperatorFilter{All: true, Page: client.Page{Limit: 3}})
 			if err != nil || len(page.Items) != 3 || page.NextCursor == "" {
 				t.Fatalf("first page = %+v, %v", page, err)
 			}
@@ -508,7 +508,7 @@ func TestOperatorListPages(t *testing.T) {
 					}
 					break
 				}
-				if page, err = c.Operators(ctx, client.Page{Limit: 3, Cursor: page.NextCursor}); err != nil {
+				if page, err = c.ListOperators(ctx, client.OperatorFilter{All: true, Page: client.Page{Limit: 3, Cursor: page.NextCursor}}); err != nil {
 					t.Fatalf("page %d: %v", pages+1, err)
 				}
 			}
@@ -519,7 +519,9 @@ func TestOperatorListPages(t *testing.T) {
 				t.Errorf("revoked while paging = %v, want [%s]", revoked, gone.ID)
 			}
 			// Started again, the listing has the late credential, last.
-			again, pages, _ := pageAll(t, 2, func(p client.Page) (*client.List[client.Operator], error) { return c.Operators(ctx, p) },
+			again, pages, _ := pageAll(t, 2, func(p client.Page) (*client.List[client.Operator], error) {
+				return c.ListOperators(ctx, client.OperatorFilter{All: true, Page: p})
+			},
 				func(o client.Operator) string { return o.TokenID })
 			if !slices.Equal(again, append(slices.Clone(want), late.Credential.ID)) || pages != 4 {
 				t.Errorf("fresh listing = %v in %d pages, want %v then %s in 4", again, pages, want, late.Credential.ID)
@@ -540,16 +542,16 @@ func TestOperatorListPages(t *testing.T) {
 			}
 			// A view credential pages too.
 			viewFile, _ := h.AddOperator(t, "viewer", management.RoleView)
-			if p, err := h.ClientFor(viewFile).Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); err != nil || len(p.Items) != 3 || p.Items[0].TokenID != want[3] {
+			if p, err := h.ClientFor(viewFile).ListOperators(ctx, client.OperatorFilter{All: true, Page: client.Page{Limit: 3, Cursor: firstCursor}}); err != nil || len(p.Items) != 3 || p.Items[0].TokenID != want[3] {
 				t.Errorf("view credential's second page = %+v, %v", p, err)
 			}
 			// Expiry: good until 15 minutes have passed, refused from then.
 			h.Clock.Advance(issued.Add(management.CursorLifetime - time.Millisecond).Sub(h.Clock.Now()))
-			if _, err := c.Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); err != nil {
+			if _, err := c.ListOperators(ctx, client.OperatorFilter{All: true, Page: client.Page{Limit: 3, Cursor: firstCursor}}); err != nil {
 				t.Errorf("cursor just inside its lifetime: %v", err)
 			}
 			h.Clock.Advance(time.Millisecond)
-			if _, err := c.Operators(ctx, client.Page{Limit: 3, Cursor: firstCursor}); client.ErrorCode(err) != "cursor_expired" {
+			if _, err := c.ListOperators(ctx, client.OperatorFilter{All: true, Page: client.Page{Limit: 3, Cursor: firstCursor}}); client.ErrorCode(err) != "cursor_expired" {
 				t.Errorf("cursor after 15 minutes: %v", err)
 			}
 		})

@@ -70,7 +70,7 @@ func (s storeCredentials) RevokeAndInsert(ctx context.Context, id string, at tim
 	})
 }
 
-func (s storeCredentials) ListOperators(ctx context.Context, p storage.Page) ([]Credential, error) {
+func (s storeCredentials) ListOperators(ctx context.Context, p *storage.ListCredentialsParams) ([]Credential, error) {
 	recs, err := s.s.ListCredentials(ctx, p)
 	if err != nil {
 		return nil, err

@@ -189,11 +189,14 @@ func (s *Scheduler) commitArtifacts(ctx context.Context, tx storage.Tx, exe stor
 func (s *Scheduler) finishExecution(ctx context.Context, tx storage.Tx, exe storage.Execution, r storage.ExecutionResult, res executor.Result, exit *int) error {
 	st := storage.ExecutionFinished
 	msg := res.Message
-	_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+	fin, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 		ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
 		State: &st, Result: &r, Message: &msg, ExitCode: exit, Now: s.now(),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return storage.RevokeFinishedTokens(ctx, tx, fin, s.now())
 }
 
 // applyPath is which of apply's steps a segment's result takes.

@@ -303,15 +303,19 @@ func (s *Scheduler) abandonStop(ctx context.Context, exe storage.Execution) erro
 		if exe.Message != "" {
 			msg = exe.Message + "; " + msg
 		}
-		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+		fin, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionStopping},
 			State: &st, Result: &res, Message: &msg, Now: now,
-		}); err != nil {
+		})
+		if err != nil {
+			return err
+		}
+		if err := storage.RevokeFinishedTokens(ctx, tx, fin, now); err != nil {
 			return err
 		}
 		reason := kernel.HoldAttemptLost
 		detail := fmt.Sprintf("cancelled execution %s could not be stopped: executor %q is not available in this daemon; stop its process by hand, then retry the Work", exe.ID, exe.Executor)
-		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
+		_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: storage.NonterminalWorkStates, BlockedReason: &reason, BlockedDetail: &detail, Now: now})
 		if errors.Is(err, storage.ErrFenced) {
 			// The Work has ended (Work cancel): nothing to hold.
 			return nil

@@ -320,9 +320,13 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 			// The binding's executor can no longer resume the parked
 			// execution: it ends and a new attempt starts.
 			st, res, msg := storage.ExecutionFinished, storage.ResultCancelled, "superseded: the binding's executor cannot resume it"
-			if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			fin, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
 				ID: live.ID, Epoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked}, State: &st, Result: &res, Message: &msg, Now: now,
-			}); err != nil {
+			})
+			if err != nil {
+				return err
+			}
+			if err := storage.RevokeFinishedTokens(ctx, tx, fin, now); err != nil {
 				return err
 			}
 		}
@@ -504,7 +508,11 @@ func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind strin
 		case kindRecover:
 			fence.LeaseExpiresAt = &now
 		}
-		if _, err := tx.UpdateExecution(ctx, fence); err != nil {
+		fin, err := tx.UpdateExecution(ctx, fence)
+		if err != nil {
+			return err
+		}
+		if err := storage.RevokeFinishedTokens(ctx, tx, fin, now); err != nil {
 			return err
 		}
 		ready := storage.WorkReady
@@ -512,7 +520,7 @@ func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind strin
 		if kind != kindRecover {
 			upd.State, upd.InputWatermark = &ready, &prevWatermark
 		}
-		_, err := tx.UpdateWork(ctx, upd)
+		_, err = tx.UpdateWork(ctx, upd)
 		if err == nil {
 			s.o.Logger.Warn("attempt not started; work held", "work", exe.Work, "execution", exe.ID, "reason", reason)
 		}
@@ -544,7 +552,11 @@ func (s *Scheduler) giveBack(ctx context.Context, exe storage.Execution, kind st
 		default:
 			fence.LeaseExpiresAt = &now
 		}
-		if _, err := tx.UpdateExecution(ctx, fence); err != nil {
+		fin, err := tx.UpdateExecution(ctx, fence)
+		if err != nil {
+			return err
+		}
+		if err := storage.RevokeFinishedTokens(ctx, tx, fin, now); err != nil {
 			return err
 		}
 		if kind != kindRun && kind != kindResume {
@@ -555,7 +567,7 @@ func (s *Scheduler) giveBack(ctx context.Context, exe storage.Execution, kind st
 		if kind == kindRun {
 			upd.AddAttempts = -1
 		}
-		_, err := tx.UpdateWork(ctx, upd)
+		_, err = tx.UpdateWork(ctx, upd)
 		return err
 	})
 	if errors.Is(err, storage.ErrFenced) {
@@ -767,6 +779,9 @@ func (s *Scheduler) lost(ctx context.Context, executionID string, epoch int64) e
 			return kernel.ErrStaleEpoch
 		}
 		if err != nil {
+			return err
+		}
+		if err := storage.RevokeFinishedTokens(ctx, tx, exe, now); err != nil {
 			return err
 		}
 		ready, reason := storage.WorkReady, kernel.HoldAttemptLost

@@ -28,8 +28,8 @@ func Listen(path string, lock *Lock) (*net.UnixListener, error) {
 	if !lock.Held() {
 		return nil, errors.New("statedir: Listen needs the state directory's lock; acquire it first")
 	}
-	if len(path) > MaxSocketPath {
-		return nil, fmt.Errorf("socket path %s is %d bytes, longer than the %d a Unix socket allows; use a shorter state directory (--state DIR)", path, len(path), MaxSocketPath)
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
 	}
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
@@ -40,6 +40,17 @@ func Listen(path string, lock *Lock) (*net.UnixListener, error) {
 	}
 	l.SetUnlinkOnClose(true)
 	return l, nil
+}
+
+// CheckSocketPath refuses a socket path longer than MaxSocketPath bytes.
+// The daemon checks its management socket's path with it before it
+// creates anything, so that a state directory too deep for the socket is
+// refused with nothing left behind.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %s is %d bytes, longer than the %d a Unix socket allows; use a shorter state directory (--state DIR)", path, len(path), MaxSocketPath)
+	}
+	return nil
 }
 
 // removeStaleSocket removes a socket left at path by an earlier daemon.

@@ -29,6 +29,13 @@ type Credential struct {
 // Active reports whether the credential is not revoked.
 func (c Credential) Active() bool { return c.RevokedAt.IsZero() }
 
+// ListCredentialsParams filters credentials, listed on (created_at, id).
+type ListCredentialsParams struct {
+	// Active lists only the credentials that are not revoked.
+	Active bool
+	Page
+}
+
 // IdempotencyRecord is a completed management request kept for replay,
 // keyed by (Principal, Key).
 type IdempotencyRecord struct {
@@ -85,9 +92,10 @@ type ManagementReader interface {
 	GetCredentialByDigest(ctx context.Context, digest []byte) (Credential, error)
 	// GetActiveCredential returns the active credential of name.
 	GetActiveCredential(ctx context.Context, name string) (Credential, error)
-	// ListCredentials lists credentials, active and revoked, in the
-	// keyset window p on (created_at, id).
-	ListCredentials(ctx context.Context, p Page) ([]Credential, error)
+	// ListCredentials lists credentials, active and revoked (only the
+	// active ones with p.Active), in the keyset window p.Page on
+	// (created_at, id).
+	ListCredentials(ctx context.Context, p *ListCredentialsParams) ([]Credential, error)
 
 	GetIdempotency(ctx context.Context, principal, key string) (IdempotencyRecord, error)
 

@@ -115,6 +115,19 @@ type RevokeTokensParams struct {
 	At         time.Time
 }
 
+// RevokeFinishedTokens revokes, inside tx, every token of exe not revoked
+// yet when exe has finished, and does nothing while it is live. Every
+// transaction that finishes an execution calls it with the execution its
+// UpdateExecution returned, so that no token outlives its execution,
+// whatever became of the execution's run directory.
+func RevokeFinishedTokens(ctx context.Context, tx Tx, exe Execution, at time.Time) error {
+	if exe.Live() {
+		return nil
+	}
+	_, err := tx.RevokeTokens(ctx, &RevokeTokensParams{Execution: exe.ID, At: at})
+	return err
+}
+
 // SweepToolbeltParams bounds a retention pass: tokens revoked or expired
 // at or before TokensBefore, and request records written at or before
 // ReplaysBefore whose execution finished, are deleted.

@@ -112,13 +112,14 @@ List operator credentials and their ids with 'open-conduit auth operators'.`,
 
 func newAuthOperatorsCmd(s Streams) *cobra.Command {
 	var lf listFlags
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "operators",
-		Short: "List operator credentials, oldest first (names, roles, token ids; never tokens)",
+		Use:   "operators [--all]",
+		Short: "List active operator credentials, oldest first (names, roles, token ids; never tokens); --all adds revoked ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Operator], error) {
-				return c.Operators(ctx, lf.page())
+				return c.ListOperators(ctx, client.OperatorFilter{All: all, Page: lf.page()})
 			}, []string{"NAME", "ROLE", "TOKEN ID", "STATE", "CREATED", "REVOKED"}, func(o client.Operator) []string {
 				state, revoked := "active", "-"
 				if !o.Active {
@@ -136,6 +137,7 @@ func newAuthOperatorsCmd(s Streams) *cobra.Command {
 		},
 	}
 	lf.add(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "list revoked credentials too")
 	return cmd
 }
 

@@ -321,3 +321,44 @@ func TestAuthOperatorsPages(t *testing.T) {
 		t.Errorf("--json page: %d %q", code, js)
 	}
 }
+
+// auth operators lists the active credentials; --all lists the revoked
+// ones too, marked revoked, and pages with its own cursor.
+func TestAuthOperatorsAll(t *testing.T) {
+	h := serve(t, mgmttest.Options{})
+	h.Clock.Advance(time.Second)
+	_, gone := h.AddOperator(t, "gone", management.RoleView)
+	if err := h.Credentials.Revoke(context.Background(), gone.Credential.ID, h.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Advance(time.Second)
+	h.AddOperator(t, "kept", management.RoleView)
+	code, out, errs := run(t, "auth", "operators")
+	if code != 0 || strings.Contains(out, "gone") || !strings.Contains(out, "kept") || strings.Contains(out, "revoked") {
+		t.Fatalf("default listing: %d %q %q", code, out, errs)
+	}
+	code, out, errs = run(t, "auth", "operators", "--all")
+	if code != 0 || !strings.Contains(out, gone.Credential.ID) || !strings.Contains(out, "revoked") || !strings.Contains(out, "kept") {
+		t.Fatalf("--all listing: %d %q %q", code, out, errs)
+	}
+	more := regexp.MustCompile(`--cursor (\S+)`)
+	var names []string
+	args := []string{"auth", "operators", "--all", "--limit", "2"}
+	for {
+		code, out, errs := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: %d %q", args, code, errs)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			names = append(names, strings.Fields(l)[0])
+		}
+		m := more.FindStringSubmatch(errs)
+		if m == nil {
+			break
+		}
+		args = []string{"auth", "operators", "--all", "--limit", "2", "--cursor", m[1]}
+	}
+	if strings.Join(names, " ") != "local gone kept" {
+		t.Errorf("--all pages listed %v, want local gone kept", names)
+	}
+}

@@ -110,8 +110,9 @@ func (s *Credentials) RevokeAndInsert(_ context.Context, id string, at time.Time
 }
 
 // ListOperators implements management.Credentials: the keyset window p
-// on (created_at, id), as the SQLite store reads it.
-func (s *Credentials) ListOperators(_ context.Context, p storage.Page) ([]management.Credential, error) {
+// on (created_at, id), only the active credentials with p.Active, as the
+// SQLite store reads it.
+func (s *Credentials) ListOperators(_ context.Context, p *storage.ListCredentialsParams) ([]management.Credential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := func(c management.Credential) storage.Position {
@@ -123,6 +124,9 @@ func (s *Credentials) ListOperators(_ context.Context, p storage.Page) ([]manage
 	out := []management.Credential{}
 	for _, c := range s.creds {
 		k := key(c)
+		if p.Active && !c.Active() {
+			continue
+		}
 		if p.Until != nil && order(k, *p.Until) > 0 {
 			continue
 		}

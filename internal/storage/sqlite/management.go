@@ -43,9 +43,12 @@ func (q queries) GetActiveCredential(ctx context.Context, name string) (storage.
 	return c, one(err, "active credential of", name)
 }
 
-func (q queries) ListCredentials(ctx context.Context, p storage.Page) ([]storage.Credential, error) {
+func (q queries) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
 	var w where
-	tail := w.page(p)
+	if p.Active {
+		w.add("revoked_at = 0")
+	}
+	tail := w.page(p.Page)
 	rows, err := q.q.QueryContext(ctx, `SELECT `+credentialCols+` FROM operator_credentials`+w.sql()+tail, w.args...)
 	out, err := collect(rows, err, scanCredential)
 	if out == nil && err == nil {

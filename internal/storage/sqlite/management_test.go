@@ -101,7 +101,7 @@ func TestManagementRecords(t *testing.T) {
 	if _, err := s.GetCredential(ctx, "tok_x"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown credential: %v", err)
 	}
-	if list, err := s.ListCredentials(ctx, storage.Page{}); err != nil || len(list) != 2 || list[0].ID != "tok_1" || list[1].ID != "tok_2" {
+	if list, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{}); err != nil || len(list) != 2 || list[0].ID != "tok_1" || list[1].ID != "tok_2" {
 		t.Errorf("credentials = %+v, %v", list, err)
 	}
 	rec, err := s.GetIdempotency(ctx, "operator:local", "k")
@@ -192,23 +192,23 @@ func TestListCredentialsKeyset(t *testing.T) {
 			t.Errorf("%s = %v, want %v", what, got, want)
 		}
 	}
-	eq("all", ids(s.ListCredentials(ctx, storage.Page{})), want)
-	eq("last", ids(s.ListCredentials(ctx, storage.Page{Desc: true, Limit: 1})), want[4:])
-	eq("first two", ids(s.ListCredentials(ctx, storage.Page{Limit: 2})), want[:2])
+	eq("all", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{})), want)
+	eq("last", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{Desc: true, Limit: 1}})), want[4:])
+	eq("first two", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{Limit: 2}})), want[:2])
 	// After tok_e (a nanosecond after t0), up to tok_c inclusive: the tie
 	// at t0+1s is split by id.
 	after := &storage.Position{CreatedAt: t0.Add(time.Nanosecond), ID: "tok_e"}
 	until := &storage.Position{CreatedAt: t0.Add(time.Second), ID: "tok_c"}
-	eq("window", ids(s.ListCredentials(ctx, storage.Page{After: after, Until: until})), want[2:4])
-	eq("window of one", ids(s.ListCredentials(ctx, storage.Page{After: after, Until: until, Limit: 1})), want[2:3])
+	eq("window", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{After: after, Until: until}})), want[2:4])
+	eq("window of one", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{After: after, Until: until, Limit: 1}})), want[2:3])
 	// (t0+1s, tok_b) lies between tok_a and tok_c.
 	between := &storage.Position{CreatedAt: t0.Add(time.Second), ID: "tok_b"}
-	eq("after a position between rows", ids(s.ListCredentials(ctx, storage.Page{After: between})), want[3:])
-	if list, err := s.ListCredentials(ctx, storage.Page{After: &storage.Position{CreatedAt: t0.Add(time.Hour), ID: "tok_d"}}); err != nil || list == nil || len(list) != 0 {
+	eq("after a position between rows", ids(s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{After: between}})), want[3:])
+	if list, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{After: &storage.Position{CreatedAt: t0.Add(time.Hour), ID: "tok_d"}}}); err != nil || list == nil || len(list) != 0 {
 		t.Errorf("after the last = %#v, %v", list, err)
 	}
 	// A revoked credential keeps its revocation time through the listing.
-	if list, _ := s.ListCredentials(ctx, storage.Page{Desc: true, Limit: 1}); len(list) != 1 || list[0].Active() || !list[0].RevokedAt.Equal(t0.Add(2*time.Hour)) {
+	if list, _ := s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{Desc: true, Limit: 1}}); len(list) != 1 || list[0].Active() || !list[0].RevokedAt.Equal(t0.Add(2*time.Hour)) {
 		t.Errorf("revoked credential listed as %+v", list)
 	}
 }
@@ -219,7 +219,7 @@ func TestEmptyManagementRecords(t *testing.T) {
 	if _, err := s.LatestGeneration(ctx); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("latest generation of an empty store: %v", err)
 	}
-	if list, err := s.ListCredentials(ctx, storage.Page{}); err != nil || list == nil || len(list) != 0 {
+	if list, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{}); err != nil || list == nil || len(list) != 0 {
 		t.Errorf("credentials of an empty store = %#v, %v", list, err)
 	}
 	if list, err := s.ListScopeRecords(ctx); err != nil || list == nil || len(list) != 0 {

@@ -68,14 +68,15 @@ func (t committedNameTx) InsertCredential(ctx context.Context, c *storage.Creden
 var credentialsIgnoreUntil = stateless("credentials_ignore_until", "ListCredentials ignores the page's Until bound",
 	func(s storage.Store) storage.Store { return credentialsNoUntil{s} })
 
-func listCredentialsNoUntil(ctx context.Context, r storage.Reader, p storage.Page) ([]storage.Credential, error) {
-	p.Until = nil
-	return r.ListCredentials(ctx, p)
+func listCredentialsNoUntil(ctx context.Context, r storage.Reader, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
+	q := *p
+	q.Until = nil
+	return r.ListCredentials(ctx, &q)
 }
 
 type credentialsNoUntil struct{ storage.Store }
 
-func (s credentialsNoUntil) ListCredentials(ctx context.Context, p storage.Page) ([]storage.Credential, error) {
+func (s credentialsNoUntil) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
 	return listCredentialsNoUntil(ctx, s.Store, p)
 }
 
@@ -85,8 +86,33 @@ func (s credentialsNoUntil) WithTx(ctx context.Context, fn func(tx storage.Tx) e
 
 type credentialsNoUntilTx struct{ storage.Tx }
 
-func (t credentialsNoUntilTx) ListCredentials(ctx context.Context, p storage.Page) ([]storage.Credential, error) {
+func (t credentialsNoUntilTx) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
 	return listCredentialsNoUntil(ctx, t.Tx, p)
+}
+
+var credentialsIgnoreActive = stateless("credentials_ignore_active", "ListCredentials with Active lists revoked credentials too",
+	func(s storage.Store) storage.Store { return credentialsAllActive{s} })
+
+func listCredentialsAll(ctx context.Context, r storage.Reader, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
+	q := *p
+	q.Active = false
+	return r.ListCredentials(ctx, &q)
+}
+
+type credentialsAllActive struct{ storage.Store }
+
+func (s credentialsAllActive) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
+	return listCredentialsAll(ctx, s.Store, p)
+}
+
+func (s credentialsAllActive) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(credentialsAllActiveTx{tx}) })
+}
+
+type credentialsAllActiveTx struct{ storage.Tx }
+
+func (t credentialsAllActiveTx) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
+	return listCredentialsAll(ctx, t.Tx, p)
 }
 
 // forgetsCredentialRevocationsOnReopen keeps revocations in memory: after
@@ -109,7 +135,7 @@ func (s unrevokedCredentials) GetCredentialByDigest(ctx context.Context, d []byt
 	return activeOf(s.Store.GetCredentialByDigest(ctx, d))
 }
 
-func (s unrevokedCredentials) ListCredentials(ctx context.Context, p storage.Page) ([]storage.Credential, error) {
+func (s unrevokedCredentials) ListCredentials(ctx context.Context, p *storage.ListCredentialsParams) ([]storage.Credential, error) {
 	cs, err := s.Store.ListCredentials(ctx, p)
 	for i := range cs {
 		cs[i].RevokedAt = time.Time{}

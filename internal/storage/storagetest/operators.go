@@ -11,7 +11,8 @@ import (
 
 // Operator credentials: stored by digest only; a name has at most one
 // active credential; revocation keeps its first time; a rotation revokes
-// and inserts in one transaction; listed on (created_at, id).
+// and inserts in one transaction; listed on (created_at, id), all of them
+// or the active ones only.
 
 func operatorCases() []Case {
 	return []Case{
@@ -20,6 +21,7 @@ func operatorCases() []Case {
 		{Name: "credential_revoke", Run: plain(credentialRevoke), Control: refusesSecondRevocation},
 		{Name: "credential_revoke_and_insert", Run: plain(credentialRevokeAndInsert), Control: nameCheckReadsCommitted},
 		{Name: "credential_list_keyset", Run: plain(credentialListKeyset), Control: credentialsIgnoreUntil},
+		{Name: "credential_list_active", Run: plain(credentialListActive), Control: credentialsIgnoreActive},
 		{Name: "credentials_survive_reopen", Run: credentialsSurviveReopen, Control: forgetsCredentialRevocationsOnReopen},
 	}
 }
@@ -97,7 +99,7 @@ func credentialUnique(ctx context.Context, s storage.Store) error {
 	if err != nil {
 		return err
 	}
-	all, err := s.ListCredentials(ctx, storage.Page{})
+	all, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{})
 	if err != nil {
 		return err
 	}
@@ -198,7 +200,7 @@ func credentialRevokeAndInsert(ctx context.Context, s storage.Store) error {
 // inclusive, a descending read of one row finds the last, and an empty
 // list is empty, not nil.
 func credentialListKeyset(ctx context.Context, s storage.Store) error {
-	if empty, err := s.ListCredentials(ctx, storage.Page{}); err != nil || empty == nil || len(empty) != 0 {
+	if empty, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{}); err != nil || empty == nil || len(empty) != 0 {
 		return fmt.Errorf("credentials of an empty store = %#v, %v; want an empty list", empty, err)
 	}
 	ms := time.Millisecond
@@ -216,7 +218,7 @@ func credentialListKeyset(ctx context.Context, s storage.Store) error {
 		return err
 	}
 	ids := func(p storage.Page) (string, error) {
-		cs, err := s.ListCredentials(ctx, p)
+		cs, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: p})
 		if err == nil && cs == nil {
 			return "nil", nil
 		}
@@ -246,8 +248,49 @@ func credentialListKeyset(ctx context.Context, s storage.Store) error {
 			return fmt.Errorf("ListCredentials(%+v) = %s, want %s", c.p, got, c.want)
 		}
 	}
-	last, err := s.ListCredentials(ctx, storage.Page{Desc: true, Limit: 1})
+	last, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{Page: storage.Page{Desc: true, Limit: 1}})
 	return first(err, want(len(last) == 1 && !last[0].Active() && last[0].RevokedAt.Equal(T0.Add(2*time.Hour)), "the revoked credential listed as %+v", last))
+}
+
+// credentialListActive: with Active only the credentials not revoked are
+// listed, still on (created_at, id) and within the page's window, so a
+// descending read of one row finds the last active one.
+func credentialListActive(ctx context.Context, s storage.Store) error {
+	rows := []*storage.Credential{
+		credential("tok_a", "amy", "view", 1), credential("tok_b", "bob", "view", 2),
+		credential("tok_c", "carol", "admin", 3), credential("tok_d", "dan", "operate", 4),
+	}
+	if err := insertCredentials(ctx, s, rows...); err != nil {
+		return err
+	}
+	for _, id := range []string{"tok_b", "tok_d"} {
+		if err := revokeCredential(ctx, s, id, at(10)); err != nil {
+			return err
+		}
+	}
+	ids := func(p storage.ListCredentialsParams) (string, error) {
+		cs, err := s.ListCredentials(ctx, &p)
+		return list(cs, func(c storage.Credential) string { return c.ID }), err
+	}
+	checks := []struct {
+		p    storage.ListCredentialsParams
+		want string
+	}{
+		{storage.ListCredentialsParams{}, "[tok_a tok_b tok_c tok_d]"},
+		{storage.ListCredentialsParams{Active: true}, "[tok_a tok_c]"},
+		{storage.ListCredentialsParams{Active: true, Page: storage.Page{Desc: true, Limit: 1}}, "[tok_c]"},
+		{storage.ListCredentialsParams{Active: true, Page: storage.Page{After: &storage.Position{CreatedAt: at(1), ID: "tok_a"}, Limit: 1}}, "[tok_c]"},
+	}
+	for _, c := range checks {
+		got, err := ids(c.p)
+		if err != nil {
+			return err
+		}
+		if got != c.want {
+			return fmt.Errorf("ListCredentials(%+v) = %s, want %s", c.p, got, c.want)
+		}
+	}
+	return nil
 }
 
 func credentialsSurviveReopen(ctx context.Context, env *Env) error {
@@ -270,7 +313,7 @@ func credentialsSurviveReopen(ctx context.Context, env *Env) error {
 		return fmt.Errorf("an active credential after a reopen: %w", err)
 	}
 	_, local := s.GetActiveCredential(ctx, "local")
-	all, err := s.ListCredentials(ctx, storage.Page{})
+	all, err := s.ListCredentials(ctx, &storage.ListCredentialsParams{})
 	if err != nil {
 		return err
 	}
