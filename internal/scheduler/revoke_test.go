@@ -340,6 +340,10 @@ func TestTokensRevokedWhenAClaimIsGivenBack(t *testing.T) {
 	})
 	w := h.create("b1")
 	h.s.Tick(ctx)
+	// The claim's secrets are resolved off the round: wait for that.
+	if err := h.s.WaitPrepared(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	exes, err := h.store.ListExecutions(context.Background(), &storage.ListExecutionsParams{Work: w.ID})
 	if err != nil || len(exes) != 1 || exes[0].Result != storage.ResultCancelled {
 		t.Fatalf("executions = %+v, %v", exes, err)
