@@ -311,6 +311,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Runtime: d.rt, Store: d.store, Host: d.host, Entropy: d.opts.Entropy, Owner: d.owner,
 		Bindings:      bindingAuthority(d.cfg),
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
+		AuthorizeAt:   authorizeAt(d.cfg),
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
 		Logger:        d.log.With("component", "toolbelt"),
 	})

@@ -154,7 +154,8 @@ func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
 // order: the token (digest, revocation, exclusive expiry), the narrowing
 // assertions, the operation declared and in the token's allowlist, the
 // current ceiling (outside storage), then, inside the call's transaction,
-// the lease guard and the replay lookup, and for an extension operation
+// the lease guard, the ceiling again as of the latest committed generation
+// (ceilingInTx) and the replay lookup, and for an extension operation
 // its gates, before the operation runs. ErrAuthorityReleased (wrapped)
 // refuses a genuine token whose segment already declared; every other
 // refusal of the chain is the bare ErrForbidden. Every call and refusal is
@@ -275,6 +276,9 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 		c.done = false
 		exe, w, err := tb.guard(ctx, tx, call.tok)
 		if err != nil {
+			return err
+		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -473,6 +477,9 @@ func (tb *Toolbelt) claim(ctx context.Context, call *toolCall, handler, sensitiv
 	var cl claimed
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
 		if _, _, err := tb.guard(ctx, tx, call.tok); err != nil {
+			return err
+		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -683,6 +690,9 @@ func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate s
 		c.done = false
 		exe, _, err := tb.guard(ctx, tx, call.tok)
 		if err != nil {
+			return err
+		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
 			return err
 		}
 		spec := kernel.WaitSpec{Types: plan.Types, Keys: plan.Keys, Timeout: plan.Timeout, Registration: gate}

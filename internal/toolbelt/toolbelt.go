@@ -67,6 +67,13 @@ type Options struct {
 	// asked on every call, outside storage, so an apply that narrows a
 	// scope refuses the very next call. Required.
 	Authorize func(scope, op string) bool
+	// AuthorizeAt is the ceiling of a scope as of a committed generation
+	// (0 when none is committed). It is asked inside the call's own
+	// transaction with the latest generation that transaction's snapshot
+	// holds, so that once a narrowing generation commits no call it
+	// narrowed away commits after it: Authorize is the fast refusal,
+	// AuthorizeAt the atomic one. Required.
+	AuthorizeAt func(ctx context.Context, generation int64, scope, op string) (bool, error)
 	// AuthorizeRead is the scope's current read ceiling (read_context).
 	// Required.
 	AuthorizeRead func(scope, read string) bool
@@ -124,8 +131,8 @@ func New(opts Options) (*Toolbelt, error) {
 		return nil, errors.New("toolbelt: a toolbelt needs the extension Host")
 	case opts.Owner == "":
 		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
-	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
-		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize and AuthorizeRead")
+	case opts.Bindings == nil || opts.Authorize == nil || opts.AuthorizeAt == nil || opts.AuthorizeRead == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Authorize, AuthorizeAt and AuthorizeRead")
 	case opts.Logger == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs a Logger")
 	}
@@ -440,6 +447,30 @@ func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Toke
 		return exe, w, forbid("execution %s no longer runs Work %s in scope %s", exe.ID, t.Work, t.Scope)
 	}
 	return exe, w, nil
+}
+
+// ceilingInTx is the ceiling link inside the call's transaction: the
+// scope's ceiling as of the latest generation committed in tx's snapshot.
+// Writers are serialised, so a call whose transaction starts after a
+// narrowing generation committed sees it and is refused, and one that
+// commits before it was accepted before the narrowing.
+func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storage.Token, op string) error {
+	var gen int64
+	g, err := rd.LatestGeneration(ctx)
+	switch {
+	case err == nil:
+		gen = g.Number
+	case !errors.Is(err, storage.ErrNotFound):
+		return err
+	}
+	ok, err := tb.opts.AuthorizeAt(ctx, gen, t.Scope, op)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forbid("the ceiling of scope %s as of generation %d does not allow %s", t.Scope, gen, op)
+	}
+	return nil
 }
 
 var _ TokenIssuer = (*Toolbelt)(nil)
