@@ -35,6 +35,23 @@ const (
 	CallRetention = 30 * 24 * time.Hour
 )
 
+// Refusal records (toolbelt.rejected) are rate-limited per source, so that
+// refused calls, forged tokens included, never grow the store without
+// bound: a source is the execution of the token when it was found, else
+// the execution whose socket the call came in on, else the in-process
+// caller. Each source gets RefusalBurst records per RefusalWindow; the
+// first refusal beyond that in a window is recorded with result
+// ResultSuppressed, and the rest of the window's refusals are counted, not
+// recorded (nor logged one by one): the daemon's log says how many when
+// the source is next refused after its window (see docs/toolbelt.md).
+const (
+	RefusalBurst  = 20
+	RefusalWindow = time.Minute
+	// ResultSuppressed marks the record after which a source's refusals
+	// of the current window are counted only.
+	ResultSuppressed = "suppressed"
+)
+
 // MaxRequestID bounds a request ID: 1 to 200 printable ASCII characters.
 const MaxRequestID = 200
 
@@ -110,6 +127,9 @@ type Toolbelt struct {
 
 	host *Host
 
+	refusalMu sync.Mutex
+	refusals  map[string]*refusalWindow // by source (see RefusalBurst)
+
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // running handler requests
 	// flightWait, set only by tests before any call, is called when a
@@ -139,7 +159,7 @@ func New(opts Options) (*Toolbelt, error) {
 	log := opts.Logger
 	tb := &Toolbelt{
 		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
-		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{},
+		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{}, refusals: map[string]*refusalWindow{},
 	}
 	return tb, nil
 }
