@@ -96,7 +96,7 @@ var rules = map[string][]string{
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/ids", "internal/kernel", "internal/management", "internal/statedir", "internal/storage",
-		"internal/storage/sqlite", "internal/toolbelt"},
+		"internal/storage/sqlite", "internal/toolbelt", "internal/unixsock"},
 }
 
 // forbidden are imports from outside the module that a package (or every
