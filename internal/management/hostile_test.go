@@ -125,6 +125,12 @@ func TestHostileManagementRequests(t *testing.T) {
 		})
 	}
 
+	t.Run("oversized body that never ends", func(t *testing.T) {
+		got := exchange(t, s.Socket, "POST /v1/config/validate HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer "+tok+
+			"\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{\"config\"")
+		expect(t, got, 413, "payload_too_large")
+	})
+
 	t.Run("two different huge numbers are not the same request", func(t *testing.T) {
 		// Both are refused, so neither can replay the other's answer.
 		for i, n := range []string{"1e400", "2e400"} {

@@ -97,7 +97,11 @@ func (b bodyDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		rc := http.NewResponseController(w)
 		if err := rc.SetReadDeadline(time.Now().Add(b.d)); err == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			// A shallow copy: the server still sees its own body, and
+			// does not wait on a large unread one after the answer.
+			r2 := r.WithContext(r.Context())
+			r2.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			r = r2
 		}
 	}
 	b.h.ServeHTTP(w, r)
