@@ -52,6 +52,19 @@ func snapshotAt(ctx context.Context, cfg configSource, generation int64) (*confi
 	return cfg.Snapshot(ctx, generation)
 }
 
+// authorizeAt is the toolbelt's ceiling as of a committed generation: the
+// toolbelt asks it inside a call's transaction with the latest generation
+// that transaction sees, which may be committed and not yet active.
+func authorizeAt(cfg configSource) func(ctx context.Context, generation int64, scope, op string) (bool, error) {
+	return func(ctx context.Context, generation int64, scope, op string) (bool, error) {
+		snap, err := snapshotAt(ctx, cfg, generation)
+		if err != nil {
+			return false, err
+		}
+		return snap.AuthorizeOperation(scope, op), nil
+	}
+}
+
 // bindingLookup resolves a binding for the scheduler: a new attempt takes
 // the active generation (and only in an active scope); an attempt pinned
 // to a generation keeps that generation's binding.

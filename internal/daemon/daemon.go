@@ -325,6 +325,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Bindings:      bindingAuthority(d.cfg),
 		Scopes:        svc,
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
+		AuthorizeAt:   authorizeAt(d.cfg),
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
 		Logger:        d.log.With("component", "toolbelt"),
 	})

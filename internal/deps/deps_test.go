@@ -69,7 +69,7 @@ var rules = map[string][]string{
 	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
 	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
-		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/wire"},
+		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"internal/config", "internal/executor", "internal/executor/shell"},
@@ -100,7 +100,7 @@ var rules = map[string][]string{
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/ids", "internal/kernel", "internal/management", "internal/statedir", "internal/storage",
-		"internal/storage/sqlite", "internal/toolbelt"},
+		"internal/storage/sqlite", "internal/toolbelt", "internal/unixsock"},
 }
 
 // forbidden are imports from outside the module that a package (or every

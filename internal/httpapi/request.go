@@ -11,7 +11,11 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -41,6 +45,9 @@ func ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, hash string,
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, "", tooLarge()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, "", Wrap(CodeInvalidRequest, err, "the request body did not arrive in time; send it whole, at once")
 		}
 		return nil, "", Wrap(CodeInvalidRequest, err, "the request body could not be read; send it again")
 	}
@@ -96,6 +103,9 @@ func strictJSON(b []byte) (string, error) {
 		if tok.Kind() == 'n' {
 			return "", Errorf(CodeInvalidRequest, "null is not allowed (at %s); leave the field out instead", pointer(dec.StackPointer()))
 		}
+		if tok.Kind() == '0' && !NumberInRange(tok.String()) {
+			return "", Errorf(CodeInvalidRequest, "a number out of range (at %s): a number must be one a 64-bit float holds, neither beyond ±1.8e308 nor a nonzero one below 4.9e-324", pointer(dec.StackPointer()))
+		}
 		if dec.StackDepth() == 0 {
 			break
 		}
@@ -109,6 +119,22 @@ func strictJSON(b []byte) (string, error) {
 	}
 	sum := sha256.Sum256(v)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// NumberInRange reports whether raw, a JSON number, is one a float64
+// holds: it neither overflows to an infinity nor, being nonzero,
+// underflows to zero. Such a number would be stored as sent and hashed as
+// the float it rounds to, so two different ones would be the same request.
+func NumberInRange(raw string) bool {
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		return false
+	}
+	if f != 0 {
+		return true
+	}
+	mant, _, _ := strings.Cut(strings.ToLower(raw), "e")
+	return strings.Trim(mant, "-+0.") == ""
 }
 
 func syntaxError(err error) error {
@@ -191,6 +217,9 @@ func Query(r *http.Request, allowed ...string) (url.Values, error) {
 		return nil, Wrap(CodeInvalidRequest, err, "the query string is malformed")
 	}
 	for name, vals := range q {
+		if !utf8.ValidString(name) || slices.ContainsFunc(vals, invalidUTF8) {
+			return nil, Errorf(CodeInvalidRequest, "the query string holds text that is not valid UTF-8; send names and values as UTF-8, percent-encoded")
+		}
 		known := false
 		for _, a := range allowed {
 			known = known || a == name
@@ -212,6 +241,8 @@ func Clip(s string) string {
 	}
 	return s
 }
+
+func invalidUTF8(s string) bool { return !utf8.ValidString(s) }
 
 func quoteAll(ss []string) []string {
 	if len(ss) == 0 {

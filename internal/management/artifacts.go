@@ -3,6 +3,7 @@ package management
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -52,17 +53,19 @@ func (rs *Resources) getArtifact(r *http.Request) (any, error) {
 // byteRange is one satisfiable range of a body: [Start, End], inclusive.
 type byteRange struct{ Start, End int64 }
 
-// parseRange reads a Range header against a body of size bytes. It
-// supports exactly one range of the bytes unit: a-b, a- and -n. ok is false
-// when the header is absent or names another unit (the whole body is
-// sent). A second range, a malformed range or one that lies past the end
-// is range_not_satisfiable.
+// parseRange reads a Range header against a body of size bytes, as RFC
+// 9110 section 14 says. It supports exactly one range of the bytes unit
+// (the unit's name is case-insensitive): a-b, a- and -n, positions of any
+// number of digits (a last position or a suffix beyond the body means up
+// to its end). ok is false when the header is absent or names another unit
+// (the whole body is sent). A second range, a malformed range or one that
+// starts past the end is range_not_satisfiable.
 func parseRange(header string, size int64) (br byteRange, ok bool, err error) {
 	if header == "" {
 		return byteRange{}, false, nil
 	}
 	unit, spec, found := strings.Cut(header, "=")
-	if !found || strings.TrimSpace(unit) != "bytes" {
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
 		return byteRange{}, false, nil
 	}
 	unsatisfiable := func(why string) error {
@@ -76,8 +79,10 @@ func parseRange(header string, size int64) (br byteRange, ok bool, err error) {
 	if !found {
 		return byteRange{}, false, unsatisfiable("the range is malformed")
 	}
+	// num reads a position: one or more digits, saturated at MaxInt64
+	// (no body is that large, so a position past it is past the end).
 	num := func(s string) (int64, bool) {
-		if s == "" || len(s) > 18 {
+		if s == "" {
 			return 0, false
 		}
 		for _, c := range s {
@@ -85,8 +90,15 @@ func parseRange(header string, size int64) (br byteRange, ok bool, err error) {
 				return 0, false
 			}
 		}
+		s = strings.TrimLeft(s, "0")
+		if s == "" {
+			return 0, true
+		}
 		n, err := strconv.ParseInt(s, 10, 64)
-		return n, err == nil
+		if err != nil {
+			return math.MaxInt64, true
+		}
+		return n, true
 	}
 	switch {
 	case first == "":

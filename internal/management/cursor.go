@@ -150,7 +150,9 @@ func endpointDigest(r *http.Request) string {
 func filterDigest(filters any) (string, error) {
 	b, err := json.Marshal(filters, json.Deterministic(true))
 	if err != nil {
-		return "", fmt.Errorf("management: encode cursor filters: %w", err)
+		// Filters are the caller's query values: the only way they fail
+		// to encode is text that is not UTF-8.
+		return "", httpapi.Wrap(httpapi.CodeInvalidRequest, err, "a filter value is not valid UTF-8; send query values as UTF-8, percent-encoded")
 	}
 	v := jsontext.Value(b)
 	if err := v.Canonicalize(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // APIPrefix is the version prefix of every route.
@@ -93,6 +94,9 @@ type Options struct {
 	//		return runtime.WithActor(ctx, p.Actor())
 	//	}
 	Authenticated func(ctx context.Context, p Principal) context.Context
+	// Limits bound Serve's connections and body read time; zero fields
+	// take unixsock.ManagementLimits.
+	Limits unixsock.Limits
 }
 
 // Server is the management API's HTTP handler and server.
@@ -330,7 +334,7 @@ func isMutation(method string) bool { return method != http.MethodGet && method 
 
 // Serve serves the API on l until Shutdown or Close.
 func (s *Server) Serve(l net.Listener) error {
-	hs := HTTPServer(s, s.log)
+	hs := httpServer(s, s.log, s.opts.Limits)
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // Parts are what the daemon's servers serve. The daemon passes its own;
@@ -108,17 +109,28 @@ func NewServers(p Parts) (*Servers, error) {
 }
 
 // HTTPServer is the net/http server every socket of the daemon is served
-// with: its timeouts and header limit, and its own errors logged as
-// warnings.
+// with: its timeouts and header limit, the management socket's limits
+// (unixsock.ManagementLimits: connections held at once and the time a
+// body may take), no answer of its own to OPTIONS * (the handler decides,
+// as for any other request), and its own errors logged as warnings.
 func HTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return httpServer(h, log, unixsock.Limits{})
+}
+
+// httpServer is HTTPServer with limits (zero fields take the management
+// socket's).
+func httpServer(h http.Handler, log *slog.Logger, limits unixsock.Limits) *http.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	s := &http.Server{
+		Handler:                      h,
+		ReadHeaderTimeout:            10 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		MaxHeaderBytes:               64 << 10,
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	limits.Apply(s, unixsock.ManagementLimits, log)
+	return s
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/open-conduit/open-conduit/internal/atomicfile"
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // MaxSocketPath is the longest socket path the host binds: macOS limits a
@@ -74,6 +75,9 @@ type Options struct {
 	// Logger receives the socket servers' own errors (failed accepts,
 	// malformed requests). Required.
 	Logger *slog.Logger
+	// Limits bound each execution socket's connections and body read
+	// time; zero fields take unixsock.ToolbeltLimits.
+	Limits unixsock.Limits
 }
 
 // Dirs manages the run directories under <state>/runs/ and the sockets
@@ -83,6 +87,7 @@ type Dirs struct {
 	tmpBase string
 	uid     int
 	logger  *slog.Logger
+	limits  unixsock.Limits
 
 	mu     sync.Mutex
 	served map[string]*server // by execution ID
@@ -112,6 +117,7 @@ func New(state string, opts Options) (*Dirs, error) {
 		tmpBase: tmp,
 		uid:     os.Getuid(),
 		logger:  opts.Logger,
+		limits:  opts.Limits,
 		served:  map[string]*server{},
 	}, nil
 }

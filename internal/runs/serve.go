@@ -105,14 +105,18 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 	s := &server{ep: ep, done: make(chan struct{}), inode: inodeOf(ep.Socket)}
 	s.handler.Store(&h)
 	s.srv = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          d.errorLog(),
+		Handler:                      s,
+		ReadHeaderTimeout:            30 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     d.errorLog(),
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, ctxKey{}, executionID)
 		},
 	}
+	// Each execution's socket has its own limits, so one execution's
+	// connections never take another's.
+	d.limits.Apply(s.srv, unixsock.ToolbeltLimits, d.logger)
 	d.served[executionID] = s
 	go func() {
 		defer close(s.done)

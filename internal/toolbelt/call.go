@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -47,8 +50,9 @@ const ErrGateFailed = "gate_failed"
 
 // callLog is the call record of one request.
 type callLog struct {
-	rec  storage.ToolbeltCall
-	done bool // recorded inside the request's own transaction
+	rec    storage.ToolbeltCall
+	done   bool   // recorded inside the request's own transaction
+	socket string // the execution whose socket the request came in on
 }
 
 func (c *callLog) token(t storage.Token) {
@@ -90,9 +94,73 @@ func (tb *Toolbelt) insertCall(ctx context.Context, tx storage.Tx, c *callLog, r
 	return tx.InsertToolbeltCall(ctx, &c.rec)
 }
 
+// refusalWindow is one source's refusal records in its current window.
+type refusalWindow struct {
+	start      time.Time
+	recorded   int // records written in the window, the suppressed marker included
+	suppressed int // refusals neither recorded nor logged in the window
+}
+
+// admitRefusal decides whether a refusal from source is recorded (and
+// logged) in full, marked ResultSuppressed, or only counted (see
+// RefusalBurst). It logs what the source's previous window suppressed.
+func (tb *Toolbelt) admitRefusal(source string) (record, marker bool) {
+	now := tb.clock.Now()
+	tb.refusalMu.Lock()
+	defer tb.refusalMu.Unlock()
+	w := tb.refusals[source]
+	if w == nil || !now.Before(w.start.Add(RefusalWindow)) {
+		if w != nil && w.suppressed > 0 {
+			tb.log.Warn("toolbelt refusals were counted, not recorded", "source", source, "suppressed", w.suppressed,
+				"window_start", w.start, "window", RefusalWindow.String())
+		}
+		if len(tb.refusals) >= 4096 {
+			// Forget the sources whose window ended.
+			for k, old := range tb.refusals {
+				if !now.Before(old.start.Add(RefusalWindow)) {
+					delete(tb.refusals, k)
+				}
+			}
+		}
+		w = &refusalWindow{start: now}
+		tb.refusals[source] = w
+	}
+	switch {
+	case w.recorded < RefusalBurst:
+		w.recorded++
+		return true, false
+	case w.recorded == RefusalBurst:
+		w.recorded++
+		return true, true
+	}
+	w.suppressed++
+	return false, false
+}
+
+// refusalSource is the source a refusal is rate-limited under: the
+// token's execution when it was found, else the socket's execution.
+func refusalSource(c *callLog) string {
+	if c.rec.Execution != "" {
+		return "execution:" + c.rec.Execution
+	}
+	return "socket:" + c.socket
+}
+
 // finish records a request that was not recorded in its own transaction
-// (a refusal, a replay, a read) and logs a refusal's precise reason.
+// (a refusal, a replay, a read) and logs a refusal's precise reason. A
+// refusal is rate-limited per source (RefusalBurst).
 func (tb *Toolbelt) finish(ctx context.Context, c *callLog, err error) {
+	if err != nil && !c.done {
+		record, marker := tb.admitRefusal(refusalSource(c))
+		if !record {
+			return
+		}
+		if marker {
+			tb.log.Warn("toolbelt refusals from one source exceed the record budget; the rest of its window is counted only",
+				"source", refusalSource(c), "budget", RefusalBurst, "window", RefusalWindow.String())
+			c.rec.Result = ResultSuppressed
+		}
+	}
 	if err != nil {
 		tb.log.Info("toolbelt request refused", "operation", c.rec.Operation, "execution", c.rec.Execution,
 			"epoch", c.rec.Epoch, "token_id", c.rec.Token, "result", resultOf(err), "reason", err.Error())
@@ -142,6 +210,9 @@ func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
 	if err := v.Compact(); err != nil || v.Kind() != '{' {
 		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input must be one JSON object ({} when the operation takes none)")
 	}
+	if !numbersInRange(v) {
+		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input holds a number out of range: a number must be one a 64-bit float holds")
+	}
 	c := jsontext.Value(bytes.Clone(v))
 	if err := c.Canonicalize(); err != nil {
 		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input holds a number out of range")
@@ -150,17 +221,46 @@ func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
 	return json.RawMessage(v), hex.EncodeToString(sum[:]), nil
 }
 
+// numbersInRange reports whether every number of v, valid JSON, is one a
+// float64 holds: none overflows to an infinity and none, being nonzero,
+// underflows to zero. Canonicalization would otherwise round such numbers
+// silently, so two different inputs would hash to the same request.
+func numbersInRange(v jsontext.Value) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return true // the end (v was already checked)
+		}
+		if tok.Kind() != '0' {
+			continue
+		}
+		raw := tok.String()
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return false
+		}
+		if f == 0 {
+			mant, _, _ := strings.Cut(strings.ToLower(raw), "e")
+			if strings.Trim(mant, "-+0.") != "" {
+				return false
+			}
+		}
+	}
+}
+
 // Call runs one toolbelt call through the check chain, in the spec's
 // order: the token (digest, revocation, exclusive expiry), the narrowing
 // assertions, the operation declared and in the token's allowlist, the
 // current ceiling (outside storage), then, inside the call's transaction,
-// the lease guard and the replay lookup, and for an extension operation
+// the lease guard, the ceiling again as of the latest committed generation
+// (ceilingInTx) and the replay lookup, and for an extension operation
 // its gates, before the operation runs. ErrAuthorityReleased (wrapped)
 // refuses a genuine token whose segment already declared; every other
 // refusal of the chain is the bare ErrForbidden. Every call and refusal is
 // recorded (toolbelt.called / toolbelt.rejected).
 func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRequest) (res extension.CallResult, err error) {
-	c := &callLog{rec: storage.ToolbeltCall{Operation: clip(req.Operation)}}
+	c := &callLog{rec: storage.ToolbeltCall{Operation: clip(req.Operation)}, socket: req.Assertions.SocketExecution}
 	defer func() {
 		if err == nil {
 			c.rec.Replayed = res.Replayed
@@ -275,6 +375,9 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 		c.done = false
 		exe, w, err := tb.guard(ctx, tx, call.tok)
 		if err != nil {
+			return err
+		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -473,6 +576,9 @@ func (tb *Toolbelt) claim(ctx context.Context, call *toolCall, handler, sensitiv
 	var cl claimed
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
 		if _, _, err := tb.guard(ctx, tx, call.tok); err != nil {
+			return err
+		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -685,6 +791,9 @@ func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate s
 		if err != nil {
 			return err
 		}
+		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
+			return err
+		}
 		spec := kernel.WaitSpec{Types: plan.Types, Keys: plan.Keys, Timeout: plan.Timeout, Registration: gate}
 		if err := tb.rt.Declare(ctx, tx, exe.ID, call.tok.Epoch, kernel.Declaration{Wait: &spec}); err != nil {
 			return err
@@ -718,7 +827,7 @@ func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate s
 // overall guidance. It passes the same chain as a call, the lease guard
 // run in a read.
 func (tb *Toolbelt) Guidance(ctx context.Context, token string, assert extension.Assertions) (out extension.Guidance, err error) {
-	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordGuidance}}
+	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordGuidance}, socket: assert.SocketExecution}
 	defer func() { tb.finish(ctx, c, err) }()
 	t, err := tb.readChain(ctx, c, token, assert)
 	if err != nil {
@@ -738,7 +847,7 @@ func (tb *Toolbelt) Guidance(ctx context.Context, token string, assert extension
 // Serving lists the token's granted operations that serve capability, in
 // name order (an empty list when none does).
 func (tb *Toolbelt) Serving(ctx context.Context, token string, assert extension.Assertions, capability string) (out []string, err error) {
-	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordServing}}
+	c := &callLog{rec: storage.ToolbeltCall{Operation: RecordServing}, socket: assert.SocketExecution}
 	defer func() { tb.finish(ctx, c, err) }()
 	t, err := tb.readChain(ctx, c, token, assert)
 	if err != nil {

@@ -35,6 +35,23 @@ const (
 	CallRetention = 30 * 24 * time.Hour
 )
 
+// Refusal records (toolbelt.rejected) are rate-limited per source, so that
+// refused calls, forged tokens included, never grow the store without
+// bound: a source is the execution of the token when it was found, else
+// the execution whose socket the call came in on, else the in-process
+// caller. Each source gets RefusalBurst records per RefusalWindow; the
+// first refusal beyond that in a window is recorded with result
+// ResultSuppressed, and the rest of the window's refusals are counted, not
+// recorded (nor logged one by one): the daemon's log says how many when
+// the source is next refused after its window (see docs/toolbelt.md).
+const (
+	RefusalBurst  = 20
+	RefusalWindow = time.Minute
+	// ResultSuppressed marks the record after which a source's refusals
+	// of the current window are counted only.
+	ResultSuppressed = "suppressed"
+)
+
 // MaxRequestID bounds a request ID: 1 to 200 printable ASCII characters.
 const MaxRequestID = 200
 
@@ -72,6 +89,13 @@ type Options struct {
 	// asked on every call, outside storage, so an apply that narrows a
 	// scope refuses the very next call. Required.
 	Authorize func(scope, op string) bool
+	// AuthorizeAt is the ceiling of a scope as of a committed generation
+	// (0 when none is committed). It is asked inside the call's own
+	// transaction with the latest generation that transaction's snapshot
+	// holds, so that once a narrowing generation commits no call it
+	// narrowed away commits after it: Authorize is the fast refusal,
+	// AuthorizeAt the atomic one. Required.
+	AuthorizeAt func(ctx context.Context, generation int64, scope, op string) (bool, error)
 	// AuthorizeRead is the scope's current read ceiling (read_context).
 	// Required.
 	AuthorizeRead func(scope, read string) bool
@@ -108,6 +132,9 @@ type Toolbelt struct {
 
 	host *Host
 
+	refusalMu sync.Mutex
+	refusals  map[string]*refusalWindow // by source (see RefusalBurst)
+
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // running handler requests
 	// flightWait, set only by tests before any call, is called when a
@@ -129,15 +156,15 @@ func New(opts Options) (*Toolbelt, error) {
 		return nil, errors.New("toolbelt: a toolbelt needs the extension Host")
 	case opts.Owner == "":
 		return nil, errors.New("toolbelt: a toolbelt needs the daemon's owner id for its lease guard")
-	case opts.Bindings == nil || opts.Scopes == nil || opts.Authorize == nil || opts.AuthorizeRead == nil:
-		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Scopes, Authorize and AuthorizeRead")
+	case opts.Bindings == nil || opts.Scopes == nil || opts.Authorize == nil || opts.AuthorizeAt == nil || opts.AuthorizeRead == nil:
+		return nil, errors.New("toolbelt: a toolbelt needs Bindings, Scopes, Authorize, AuthorizeAt and AuthorizeRead")
 	case opts.Logger == nil:
 		return nil, errors.New("toolbelt: a toolbelt needs a Logger")
 	}
 	log := opts.Logger
 	tb := &Toolbelt{
 		rt: opts.Runtime, store: opts.Store, clock: opts.Runtime.Clock(), ids: opts.Runtime.IDs(), entropy: opts.Entropy,
-		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{},
+		opts: opts, log: log, host: opts.Host, flight: map[string]chan struct{}{}, refusals: map[string]*refusalWindow{},
 	}
 	return tb, nil
 }
@@ -445,6 +472,30 @@ func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Toke
 		return exe, w, forbid("execution %s no longer runs Work %s in scope %s", exe.ID, t.Work, t.Scope)
 	}
 	return exe, w, nil
+}
+
+// ceilingInTx is the ceiling link inside the call's transaction: the
+// scope's ceiling as of the latest generation committed in tx's snapshot.
+// Writers are serialised, so a call whose transaction starts after a
+// narrowing generation committed sees it and is refused, and one that
+// commits before it was accepted before the narrowing.
+func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storage.Token, op string) error {
+	var gen int64
+	g, err := rd.LatestGeneration(ctx)
+	switch {
+	case err == nil:
+		gen = g.Number
+	case !errors.Is(err, storage.ErrNotFound):
+		return err
+	}
+	ok, err := tb.opts.AuthorizeAt(ctx, gen, t.Scope, op)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forbid("the ceiling of scope %s as of generation %d does not allow %s", t.Scope, gen, op)
+	}
+	return nil
 }
 
 var _ TokenIssuer = (*Toolbelt)(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 	"github.com/open-conduit/open-conduit/osclient"
 )
 
@@ -32,6 +33,12 @@ type execBundle struct {
 }
 
 func setupExecution(t *testing.T) *execBundle {
+	t.Helper()
+	return setupExecutionWith(t, unixsock.Limits{})
+}
+
+// setupExecutionWith is setupExecution with the execution sockets' limits.
+func setupExecutionWith(t *testing.T, limits unixsock.Limits) *execBundle {
 	t.Helper()
 	f, err := toolbelttest.NewFixture(t.TempDir(), toolbelttest.Real, false)
 	if err != nil {
@@ -56,7 +63,7 @@ func setupExecution(t *testing.T) *execBundle {
 	if b.b, err = f.Start(); err != nil {
 		t.Fatal(err)
 	}
-	dirs, err := runs.New(h.StateDir, runs.Options{Logger: mgmttest.DiscardLogger()})
+	dirs, err := runs.New(h.StateDir, runs.Options{Logger: mgmttest.DiscardLogger(), Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

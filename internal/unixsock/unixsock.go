@@ -1,6 +1,8 @@
 // Package unixsock binds the daemon's Unix sockets (the management socket
 // and every execution's toolbelt socket) so that none is ever reachable by
-// another user, not even for the moment between bind and chmod.
+// another user, not even for the moment between bind and chmod, and holds
+// the limits every socket's HTTP server applies (Limits: connections held
+// at once, the time a request body may take).
 //
 // It must never widen a socket's mode, and it is the only place in the
 // daemon that changes the process-wide umask, so that two binds can never

@@ -22,6 +22,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/statedir"
+	"github.com/open-conduit/open-conduit/internal/unixsock"
 )
 
 // Epoch is the default fake clock's start.
@@ -46,6 +47,9 @@ type Options struct {
 	Logger          *slog.Logger
 	Routes          []management.Route
 	Authenticated   func(context.Context, management.Principal) context.Context
+	// Limits bound the socket's connections and body read time (zero
+	// fields take the management socket's).
+	Limits unixsock.Limits
 }
 
 // Harness is a running test server.
@@ -123,6 +127,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		Logger:          opts.Logger,
 		Routes:          opts.Routes,
 		Authenticated:   opts.Authenticated,
+		Limits:          opts.Limits,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -166,6 +166,9 @@ func ceilingSnapshot(base Harness) Harness {
 			seen[k] = live.Authorize(scope, op)
 			return seen[k]
 		}
+		opts.AuthorizeAt = func(_ context.Context, _ int64, scope, op string) (bool, error) {
+			return opts.Authorize(scope, op), nil
+		}
 		return toolbelt.New(opts)
 	}}
 }

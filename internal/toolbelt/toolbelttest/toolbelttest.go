@@ -105,6 +105,7 @@ func (e *Env) Options() toolbelt.Options {
 			Binding: {Grants: []string{Grant}}, Resumable: {Grants: []string{Grant}},
 		}}},
 		Authorize:     e.Ceiling.Authorize,
+		AuthorizeAt:   e.Ceiling.AuthorizeAt,
 		AuthorizeRead: e.Ceiling.AuthorizeRead,
 		Logger:        slog.New(slog.DiscardHandler),
 	}
@@ -122,6 +123,12 @@ func (c *Ceiling) Authorize(scope, op string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return !c.denied[scope+" "+op] && !c.denied[scope+" *"]
+}
+
+// AuthorizeAt is the same ceiling whatever the generation: the suite
+// narrows it live, as an apply's commit and activation would together.
+func (c *Ceiling) AuthorizeAt(_ context.Context, _ int64, scope, op string) (bool, error) {
+	return c.Authorize(scope, op), nil
 }
 
 // AuthorizeRead allows every read not denied.
