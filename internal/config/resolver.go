@@ -80,6 +80,13 @@ type Resolver struct {
 	After func(time.Duration) <-chan time.Time
 	// Shell runs cmd: references with -c; empty means /bin/sh.
 	Shell string
+	// Reaper, when set, is the argument list of a program that runs the
+	// command as a child subreaper and kills what it leaves behind when
+	// it ends or receives SIGTERM (the daemon's `open-conduit reap --`):
+	// the shell and its arguments are appended to it. Without it a
+	// process the command moved out of its group (setsid) outlives the
+	// resolution.
+	Reaper []string
 }
 
 // Resolve returns the secret a reference names. Its errors are
@@ -262,7 +269,8 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 		return "", secretErr(SecretCommandFailed, "the cmd reference's command could not be started")
 	}
 	defer pr.Close()
-	cmd := exec.Command(shell, "-c", text)
+	argv := append(append([]string(nil), r.Reaper...), shell, "-c", text)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdin = nil  // /dev/null
@@ -276,6 +284,11 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 	}
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	if len(r.Reaper) > 0 {
+		// The reaper kills the command's group and everything that left
+		// it, then exits; killing the reaper itself would orphan them.
+		killGroup = func() { _ = syscall.Kill(pgid, syscall.SIGTERM) }
+	}
 
 	var (
 		buf      bytes.Buffer
@@ -315,8 +328,11 @@ func (r *Resolver) command(ctx context.Context, text string) (string, error) {
 
 	waitErr := cmd.Wait()
 	// Whatever the command left behind in its group goes with it, so the
-	// pipe reaches its end once the command has.
-	killGroup()
+	// pipe reaches its end once the command has (a reaper has already
+	// killed all it left, and exited).
+	if len(r.Reaper) == 0 {
+		killGroup()
+	}
 	<-readDone
 	close(stopped)
 	<-watcherDone

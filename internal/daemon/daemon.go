@@ -386,7 +386,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state}}
+	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),

@@ -12,12 +12,13 @@ import (
 
 	"github.com/open-conduit/open-conduit/cmd/os/oscli"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // TestMain lets the test binary stand in for the open-conduit binary, as
 // the daemon uses it: `<binary> supervise <dir>` is the shell executor's
-// supervisor, and the binary invoked as os (through <state>/bin/os) is the
-// in-execution CLI.
+// supervisor, `<binary> reap -- <command>` runs a cmd: secret, and the
+// binary invoked as os (through <state>/bin/os) is the in-execution CLI.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "os" {
 		syscall.Exit(oscli.Main(context.Background(), os.Args[1:], oscli.Streams{}))
@@ -29,6 +30,13 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 		// syscall.Exit: under -race os.Exit waits for the race report.
+		syscall.Exit(code)
+	}
+	if len(os.Args) > 2 && os.Args[1] == "reap" && os.Args[2] == "--" {
+		code, err := reaper.Run(os.Args[3:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		syscall.Exit(code)
 	}
 	goleak.VerifyTestMain(m)

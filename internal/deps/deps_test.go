@@ -43,6 +43,7 @@ var rules = map[string][]string{
 	"internal/deps":       {},
 	"internal/unixhttp":   {},
 	"internal/unixsock":   {},
+	"internal/reaper":     {},
 	"internal/ids":        {"internal/clock"},
 	"internal/statedir":   {"internal/atomicfile", "internal/unixsock"},
 
@@ -85,7 +86,7 @@ var rules = map[string][]string{
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
 	"cmd/open-conduit/cli": {"client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
-		"internal/executor/shell", "internal/management", "internal/statedir"},
+		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
 	"cmd/os/oscli":   {"extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/daemon"},
