@@ -8,6 +8,13 @@
 // (storage, scheduler, shell executor, sockets, the os binary the shell
 // job calls) is the production code, unchanged.
 //
+// With E2E_KEYRING set it answers keyring: secret references itself (the
+// value of E2E_KEYRING followed by "-" and the user), and with
+// E2E_KEYRING_STALL set to a path it stops there: the first lookup creates
+// that file and never answers, so the kill drill can kill the daemon
+// between a claim and its launch (a secret is resolved after the claim,
+// before the executor starts anything).
+//
 // It exists only for tests: it must never be shipped, built into a release
 // or registered by the production daemon. The password it hands out comes
 // from its own environment (E2E_GIT_PASSWORD) and is never logged.
@@ -40,10 +47,14 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := daemon.Run(ctx, daemon.Options{
+	opts := daemon.Options{
 		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe,
 		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv))},
-	})
+	}
+	if v := os.Getenv("E2E_KEYRING"); v != "" {
+		opts.Keyring = testKeyring{value: v, stall: os.Getenv("E2E_KEYRING_STALL")}
+	}
+	err := daemon.Run(ctx, opts)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testdaemon:", err)
@@ -105,4 +116,18 @@ var whoamiAction = extension.Action{
 			"caller": req.Caller, "scope": req.Scope, "work": req.Work, "request_id": req.RequestID, "event": req.Event, "input": req.Input,
 		})
 	},
+}
+
+// testKeyring answers every keyring lookup with its value and the user, or,
+// with stall set, creates the stall file and blocks for ever.
+type testKeyring struct{ value, stall string }
+
+func (k testKeyring) Get(_, user string) (string, error) {
+	if k.stall != "" {
+		if f, err := os.Create(k.stall); err == nil {
+			f.Close()
+		}
+		select {}
+	}
+	return k.value + "-" + user, nil
 }

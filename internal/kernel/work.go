@@ -404,10 +404,16 @@ func (r *Runtime) ConfirmStoppedInTx(ctx context.Context, tx storage.Tx, executi
 }
 
 // RetryInTx applies the retry policy to a Work, given the accepted
-// core.manual.retry event, which is queued as the Work's input:
+// core.manual.retry event, which is queued as the Work's input when the
+// retry asks for a new attempt:
 //
 //   - a held Work (any blocked reason) is released: the scheduler starts,
-//     resumes or recovers it again;
+//     resumes or recovers it again. A held Work that is still running
+//     (recovery could not adopt its attempt, whose process may still
+//     run) is released for recovery to adopt that same attempt: the
+//     retry starts nothing, so it is not queued as an input (an input
+//     queued after the attempt's watermark would make the Work go on
+//     once the adopted attempt ends, and run its command again);
 //   - a failed or cancelled Work becomes ready again, taking back every key
 //     it owned (refused with key_taken when another Work took one since);
 //     its next attempt is a new execution;
@@ -451,6 +457,9 @@ func (r *Runtime) RetryInTx(ctx context.Context, tx storage.Tx, workID string, c
 		})
 		if err != nil {
 			return storage.Work{}, err
+		}
+		if w.State == storage.WorkRunning {
+			return w, nil
 		}
 	default:
 		return storage.Work{}, Refuse(extension.ErrConflict, ErrWorkState.Code, "Work %s is %s and not held; there is nothing to retry", workID, w.State)

@@ -25,12 +25,14 @@
 //	ready|running|       cancelled             Work cancel
 //	waiting
 //	failed|cancelled     ready                 retry (core.manual.retry)
+//	running              ready                 recovery finds the attempt never launched
 //
 // Any nonterminal Work can be held (BlockedReason): operator_cancelled
 // (execution cancel), secret_unavailable, toolbelt_unavailable,
 // binding_unavailable, attempt_lost, start_gate / a start gate's own
 // reason. A held Work is not claimed, resumed or recovered until a retry
-// (core.manual.retry) releases it. Work cancel ends any nonterminal Work.
+// (core.manual.retry) releases it; a retry of a held running Work starts
+// nothing: recovery adopts its attempt again. Work cancel ends any nonterminal Work.
 // A terminal Work releases its keys and emits core.work.finished.
 //
 // # Execution
@@ -49,8 +51,28 @@
 //	parked      finished (cancelled)     Work cancel or execution cancel
 //	stopping    finished (lost)          recovery has no executor to stop it
 //
-// Recover of a segment that left nothing behind finishes it lost (and holds
-// the Work with attempt_lost). A stopping attempt whose executor this
+//	running     finished (cancelled)     recovery of an attempt never launched (its daemon
+//	                                     stopped between claim and launch): not counted, and
+//	                                     the Work is ready again, unheld
+//
+// Launch: the last write before an executor may start a process is the
+// launch marker (LaunchedEpoch = Epoch, a fenced update; recovery carries
+// it to its epoch). An attempt recovered without it never ran. A claim
+// whose marker is fenced starts nothing.
+//
+// One process per Work: no attempt of a Work starts while one of its
+// executions is running, stopping or parked (claim skips such a Work, and
+// storage refuses a second live execution), and nothing an operator or a
+// crash does makes an attempt whose process may still be alive count as
+// ended: an attempt recovery could not adopt (its toolbelt endpoint or
+// token failed, or its run directory) stays running with its lease
+// expired and its Work running, held, and a retry of that Work only lets
+// recovery adopt it again (kernel.Runtime.RetryInTx queues no input for a
+// running Work, so its end does not make the Work go on). Recovery never
+// resolves secrets: it starts nothing.
+//
+// Recover of a launched segment that left nothing behind finishes it lost
+// (and holds the Work with attempt_lost). A stopping attempt whose executor this
 // daemon does not have finishes lost too: its process may still run, so a
 // Work that has not ended is held attempt_lost until an operator checks
 // and retries it. A parked execution cancelled by an operator finishes

@@ -248,7 +248,12 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 				p.ExpiredBy = now
 			}
 			var err error
-			exe, err = tx.AdvanceEpoch(ctx, p)
+			if exe, err = tx.AdvanceEpoch(ctx, p); err != nil || !old.Launched() {
+				return err
+			}
+			// The same segment, observed at the new epoch: it stays
+			// launched.
+			exe, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, Launched: true, Now: now})
 			return err
 		})
 		if errors.Is(err, storage.ErrFenced) {
@@ -259,6 +264,12 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 			continue
 		}
 		n++
+		if exe.LaunchedEpoch == 0 {
+			// Claimed, then its daemon stopped before launch: nothing
+			// ran, and the Work is simply claimed again.
+			errs = append(errs, s.neverLaunched(ctx, exe))
+			continue
+		}
 		s.o.Logger.Info("attempt recovered", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "from_owner", old.Owner)
 		b, berr := s.o.Bindings(ctx, BindingQuery{Scope: exe.Scope, Binding: exe.Binding, Generation: exe.Generation})
 		ex := s.o.Executors[exe.Executor]
@@ -287,6 +298,73 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// neverLaunched ends a recovered attempt that was claimed but never handed
+// to its executor (LaunchedEpoch 0: its daemon stopped between claim and
+// launch, or its epoch was superseded before it launched), so no process
+// of it ever started. The execution finishes cancelled and is not counted
+// as an attempt; a Work that has not ended is ready again, unheld, and is
+// given back the inputs the claim acknowledged (those after the last
+// launched attempt's watermark). A stopping one (cancelled before launch)
+// is confirmed stopped.
+func (s *Scheduler) neverLaunched(ctx context.Context, exe storage.Execution) error {
+	now := s.now()
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		if exe.State == storage.ExecutionStopping {
+			_, err := s.rt.ConfirmStoppedInTx(ctx, tx, exe.ID, exe.Epoch, "stopped before it was launched: nothing ran", nil)
+			return err
+		}
+		st, res, msg := storage.ExecutionFinished, storage.ResultCancelled, "not started: its daemon stopped between claim and launch, so the Work is claimed again"
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, State: &st, Result: &res, Message: &msg, Now: now,
+		}); err != nil {
+			return err
+		}
+		prev, err := lastLaunchedWatermark(ctx, tx, exe)
+		if err != nil {
+			return err
+		}
+		ready := storage.WorkReady
+		_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: exe.Work, FromStates: []storage.WorkState{storage.WorkRunning}, State: &ready, InputWatermark: &prev, AddAttempts: -1, Now: now})
+		if errors.Is(err, storage.ErrFenced) {
+			// The Work is no longer running (it ended, or was held
+			// ready): nothing to give back.
+			return nil
+		}
+		return err
+	})
+	if errors.Is(err, storage.ErrFenced) {
+		return nil
+	}
+	if err == nil {
+		s.o.Logger.Info("attempt never launched; the Work is claimed again", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch)
+	}
+	return err
+}
+
+// lastLaunchedWatermark is the input watermark of the Work's last attempt
+// that was launched, other than exe (0: none): what the Work had
+// acknowledged before exe's claim.
+func lastLaunchedWatermark(ctx context.Context, tx storage.Tx, exe storage.Execution) (int64, error) {
+	var mark int64
+	var after *storage.Position
+	for {
+		page, err := tx.ListExecutions(ctx, &storage.ListExecutionsParams{Work: exe.Work, Page: storage.Page{Limit: storage.MaxLimit, After: after}})
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range page {
+			if e.ID != exe.ID && e.LaunchedEpoch > 0 {
+				mark = max(mark, e.InputWatermark)
+			}
+		}
+		if len(page) < storage.MaxLimit {
+			return mark, nil
+		}
+		last := page[len(page)-1]
+		after = &storage.Position{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
 }
 
 // abandonStop ends a recovered stopping attempt whose executor this daemon

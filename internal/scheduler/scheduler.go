@@ -471,7 +471,10 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		}
 		req.Context.Token, req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = token, ep.Socket, ep.TokenFile
 	}
-	if s.o.Secrets != nil {
+	// Recovery starts nothing: the process it adopts has its environment
+	// already, so recovery never resolves a secret (a secret source that
+	// is briefly unreadable must not leave a running attempt unobserved).
+	if s.o.Secrets != nil && kind != kindRecover {
 		env, err := s.o.Secrets(ctx, SecretsRequest{ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation})
 		if err != nil {
 			detail := "a secret of binding " + exe.Binding + " could not be resolved; fix it and retry the Work"
@@ -483,17 +486,50 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		}
 		req.Env = env
 	}
-	if s.stopped(ctx) || !s.start(exe, kind, req, ex) {
+	if s.stopped(ctx) {
+		return s.giveBack(ctx, exe, kind, prevWatermark)
+	}
+	if kind != kindRecover {
+		launched, err := s.markLaunched(ctx, exe)
+		if err != nil || !launched {
+			// Not marked, so not started: a later recovery finds the
+			// attempt never launched and gives it back.
+			return err
+		}
+	}
+	if !s.start(exe, kind, req, ex) {
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
 }
 
+// markLaunched records, under the fence, that the segment of exe's epoch
+// is handed to its executor now: the last write before a process may
+// start. false: the epoch was superseded meanwhile (its new holder finds
+// it never launched), and nothing may start.
+func (s *Scheduler) markLaunched(ctx context.Context, exe storage.Execution) (bool, error) {
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
+			Launched: true, Now: s.now(),
+		})
+		return err
+	})
+	if errors.Is(err, storage.ErrFenced) {
+		s.o.Logger.Info("attempt superseded before launch; not started", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch)
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // abort undoes a claim, resume or recovery whose segment could not start,
 // and holds the Work with reason: a new execution finishes failed; a
-// resumed one goes back to parked; a recovered one keeps running
-// unobserved with its lease expired, and is recovered again after a retry.
-// Inputs the segment was to be given are given again next time.
+// resumed one goes back to parked; a recovered one was not adopted: its
+// process may still run, unobserved, so it stays running with its lease
+// expired and the Work stays running, held, until a retry lets recovery
+// adopt it again (a retry of a running Work starts nothing: see
+// kernel.Runtime.RetryInTx). Inputs a new or resumed segment was to be
+// given are given again next time.
 func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind string, prevWatermark int64, reason, detail string) error {
 	now := s.now()
 	return s.store.WithTx(ctx, func(tx storage.Tx) error {
@@ -521,7 +557,10 @@ func (s *Scheduler) abort(ctx context.Context, exe storage.Execution, kind strin
 			upd.State, upd.InputWatermark = &ready, &prevWatermark
 		}
 		_, err = tx.UpdateWork(ctx, upd)
-		if err == nil {
+		switch {
+		case err == nil && kind == kindRecover:
+			s.o.Logger.Warn("attempt not adopted; its process may still run; work held", "work", exe.Work, "execution", exe.ID, "reason", reason)
+		case err == nil:
 			s.o.Logger.Warn("attempt not started; work held", "work", exe.Work, "execution", exe.ID, "reason", reason)
 		}
 		return err

@@ -127,18 +127,21 @@ func TestShutdownOfTheRoundGivesTheClaimBack(t *testing.T) {
 func TestCloseDuringAResumeOrRecoveryGivesItBack(t *testing.T) {
 	var block atomic.Bool
 	entered, release := make(chan struct{}, 1), make(chan struct{})
+	// The round is held in the toolbelt endpoint's setup, which a resume
+	// and a recovery both make (a recovery resolves no secret).
 	mod := func(o *scheduler.Options) {
-		o.Secrets = func(ctx context.Context, _ scheduler.SecretsRequest) (map[string]string, error) {
+		endpoints := o.ToolbeltEndpoints
+		o.ToolbeltEndpoints = func(ctx context.Context, executionID, token string) (scheduler.Endpoint, error) {
 			if block.Load() {
 				entered <- struct{}{}
-				// A resume's resolution is cut short by Close (which waits
-				// for it); a recovery's by the release.
+				// A resume's preparation is cut short by Close (which
+				// waits for it); a recovery's by the release.
 				select {
 				case <-release:
 				case <-ctx.Done():
 				}
 			}
-			return nil, nil
+			return endpoints(ctx, executionID, token)
 		}
 	}
 	closeDuring := func(h *harness, round func() error) {

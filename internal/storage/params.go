@@ -233,7 +233,10 @@ type UpdateExecutionParams struct {
 	Message        *string
 	ExitCode       *int
 	LeaseExpiresAt *time.Time
-	Now            time.Time
+	// Launched records that the segment of Epoch is handed to its
+	// executor now (LaunchedEpoch becomes Epoch).
+	Launched bool
+	Now      time.Time
 }
 
 // MarkDeclarationAppliedParams records what Complete did with a

@@ -176,14 +176,25 @@ type Execution struct {
 	// was observed: a live segment, or one that finished without the
 	// executor's result (a stop confirmed on its own, a lost segment, an
 	// executor error, a claim given back).
-	ExitCode  *int
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ExitCode *int
+	// LaunchedEpoch is the epoch at which the current segment was handed
+	// to its executor (0: never): it is written, fenced, just before the
+	// executor starts a process, so a segment with LaunchedEpoch below its
+	// Epoch never reached its executor and nothing of it ran. Recovery
+	// and adoption carry it to the epoch they start (the same segment). It
+	// is the scheduler's own: the API does not show it.
+	LaunchedEpoch int64
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Live reports whether the execution has not finished.
 func (e Execution) Live() bool { return e.State != ExecutionFinished }
+
+// Launched reports whether the current epoch's segment was handed to its
+// executor (its process may have started).
+func (e Execution) Launched() bool { return e.LaunchedEpoch > 0 && e.LaunchedEpoch == e.Epoch }
 
 // DeclarationKind is what a segment declared.
 type DeclarationKind string

@@ -389,14 +389,14 @@ func (q queries) ListInputs(ctx context.Context, p *storage.ListInputsParams) ([
 
 // ---- executions ----
 
-const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, revision, created_at, updated_at`
+const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, revision, created_at, updated_at`
 
 func scanExecution(r scanner) (storage.Execution, error) {
 	var e storage.Execution
 	var lease, deadline, created, updated int64
 	var exit sql.NullInt64
 	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
-		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.Revision, &created, &updated)
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Revision, &created, &updated)
 	if exit.Valid {
 		code := int(exit.Int64)
 		e.ExitCode = &code

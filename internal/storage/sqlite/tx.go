@@ -312,6 +312,9 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	if p.LeaseExpiresAt != nil {
 		set, args = append(set, "lease_expires_at = ?"), append(args, ts(*p.LeaseExpiresAt))
 	}
+	if p.Launched {
+		set = append(set, "launched_epoch = epoch")
+	}
 	var w where
 	w.add("id = ?", p.ID)
 	w.add("epoch = ?", p.Epoch)

@@ -76,6 +76,19 @@ func (t keepsExitTx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochPa
 	return t.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: e.Epoch, ExitCode: prev.ExitCode, Now: p.Now})
 }
 
+// forgetsLaunch drops the launch marker: every attempt reads as never
+// launched.
+var forgetsLaunch = txControl("forgets_launch", "UpdateExecution does not record that a segment was launched",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return forgetsLaunchTx{tx} })
+
+type forgetsLaunchTx struct{ storage.Tx }
+
+func (t forgetsLaunchTx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	q := *p
+	q.Launched = false
+	return t.Tx.UpdateExecution(ctx, &q)
+}
+
 var insertSupersedesLive = txControl("insert_supersedes_live", "a second execution of a Work finishes the live one instead of being refused",
 	func(_ storage.Store, tx storage.Tx) storage.Tx { return supersedesTx{tx} })
 

@@ -281,6 +281,7 @@ func executionCases() []Case {
 		{Name: "execution_one_live_per_work", Run: plain(executionOneLivePerWork), Control: insertSupersedesLive},
 		{Name: "execution_list_filters", Run: plain(executionListFilters), Control: countLeasedCountsParked},
 		{Name: "execution_fence_survives_reopen", Run: executionFenceSurvivesReopen, Control: forgetsEpochsOnReopen},
+		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
 	}
@@ -344,6 +345,56 @@ func executionRoundTrip(ctx context.Context, s storage.Store) error {
 		want(same(reread, later), "execution read back = %+v, want %+v", reread, later),
 		wantErr(missing, storage.ErrNotFound, "a missing execution"),
 	)
+}
+
+// executionLaunchMarker: a new execution was never launched; Launched
+// records the epoch it is written at, fenced like any update (a refused
+// one leaves no mark), and a new epoch is not launched until it is
+// marked in its turn.
+func executionLaunchMarker(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if e.LaunchedEpoch != 0 || e.Launched() {
+		return fmt.Errorf("a new execution reads launched at %d", e.LaunchedEpoch)
+	}
+	mark := func(epoch int64) (storage.Execution, error) {
+		var out storage.Execution
+		err := s.WithTx(ctx, func(tx storage.Tx) error {
+			var err error
+			out, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: epoch, Owner: e.Owner,
+				FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Launched: true, Now: at(2)})
+			return err
+		})
+		return out, err
+	}
+	_, stale := mark(2)
+	if err := wantErr(stale, storage.ErrFenced, "a launch marked at an epoch that is not the execution's"); err != nil {
+		return err
+	}
+	if got, err := s.GetExecution(ctx, e.ID); err != nil || got.LaunchedEpoch != 0 {
+		return fmt.Errorf("after a fenced launch mark the execution reads launched at %d (%v)", got.LaunchedEpoch, err)
+	}
+	marked, err := mark(1)
+	if err != nil {
+		return err
+	}
+	var next storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		next, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(3)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	reread, err := s.GetExecution(ctx, e.ID)
+	return first(err,
+		want(marked.LaunchedEpoch == 1 && marked.Launched(), "a launch marked at epoch 1 reads %d", marked.LaunchedEpoch),
+		want(next.LaunchedEpoch == 1 && !next.Launched(), "a new epoch reads launched at %d (launched %v), want 1 and not launched", next.LaunchedEpoch, next.Launched()),
+		want(same(reread, next), "execution read back = %+v; advanced %+v", reread, next))
 }
 
 // executionAdvanceEpochResets: a new epoch has a new owner and lease, no
