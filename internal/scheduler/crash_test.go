@@ -269,6 +269,11 @@ func (r *crashRig) tick(t tb) {
 	if err := r.h.s.Tick(context.Background()); err != nil && !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
+	// A claim's preparation (secrets, endpoint, launch) runs off the
+	// round: wait for it, as the harness's tick does.
+	if err := r.h.s.WaitPrepared(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	r.quiesce(t)
 }
 

@@ -148,7 +148,7 @@ func (h *harness) open() {
 	}
 	extra := kernel.BindingView{Grants: []string{"extra"}}
 	h.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: h.rt, Store: h.store, Scopes: kernel.ScopeTable{
-		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": extra, "br": extra, "bn": extra, "bs": extra, "bi": extra}},
+		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": extra, "br": extra, "bn": extra, "bs": extra, "bi": extra, "bp": extra}},
 	}})
 	h.arts, err = storage.NewArtifacts(h.store, filepath.Join(h.dir, "artifacts"))
 	if err != nil {
