@@ -146,7 +146,9 @@ func caseGateOrder(f *Fixture) error {
 // operations, nor about a builtin, and is asked about another's.
 func caseGateOwnExempt(f *Fixture) error {
 	var a asks
-	refuse := func() (*extension.WaitPlan, error) { return nil, &extension.OperationError{Code: "held", Message: "no"} }
+	refuse := func() (*extension.WaitPlan, error) {
+		return nil, &extension.OperationError{Code: "held", Message: "no"}
+	}
 	if err := f.Register(extension.Registration{Name: "acme", Operations: []extension.Operation{op("acme.echo")}, Gate: a.gate("acme", refuse)}); err != nil {
 		return err
 	}
