@@ -9,7 +9,11 @@ import (
 
 // Registration is what an extension hands the host's Registrar: its name,
 // which owns the namespace <name>.*, its operations, its toolsets, its
-// operator actions and an optional gate.
+// operator actions, an optional gate and an optional check of its own
+// configuration. Each committed configuration generation decides whether
+// the registration is enabled and in which scopes (extensions.<name>):
+// a disabled registration's operations are undeclared, its gate is not
+// asked and its actions are not served.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -23,6 +27,13 @@ type Registration struct {
 	// Gate, when set, is asked before every other registration's
 	// operation runs (see Gate).
 	Gate Gate
+	// CheckConfig, when set, checks the registration's own configuration
+	// (extensions.<name>.config, {} when the entry has none) whenever a
+	// configuration is validated. It must decode strictly and change
+	// nothing. A *ConfigError lists each problem at its place inside the
+	// config; any other error is one problem at the config itself, its
+	// text never shown. Without it, an entry with a config is refused.
+	CheckConfig func(config json.RawMessage) error
 }
 
 // Operation is one operation an extension adds to the toolbelt. Exactly one
@@ -105,7 +116,8 @@ type GateFunc func(ctx context.Context, req GateRequest) (*WaitPlan, error)
 // Check calls f.
 func (f GateFunc) Check(ctx context.Context, req GateRequest) (*WaitPlan, error) { return f(ctx, req) }
 
-// GateRequest is the call a gate is asked about.
+// GateRequest is the call a gate is asked about. Authority.Config is the
+// gate's own registration's configuration.
 type GateRequest struct {
 	Authority Authority
 	Operation string

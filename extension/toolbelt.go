@@ -89,4 +89,10 @@ type Authority struct {
 	// must be idempotent on it: a host crash between a handler's effect and
 	// the commit of its result runs the handler again with the same ID.
 	RequestID string
+	// Config is the configuration of the registration the authority is
+	// handed to (the operation's owner for a handler or translator, the
+	// gate's registration for a gate): extensions.<name>.config of the
+	// active generation, {} when it has none. It is what the
+	// registration's CheckConfig accepted.
+	Config json.RawMessage
 }

@@ -39,11 +39,13 @@ func DefaultLimits() Limits {
 }
 
 // Extension is an extensions entry: whether the extension is enabled and
-// for which scopes. Scopes is nil when the entry names none, which means
-// every scope.
+// for which scopes, and its own configuration. Scopes is nil when the
+// entry names none, which means every scope. Config is the entry's config
+// in canonical JSON, nil when it has none.
 type Extension struct {
 	Enabled bool
 	Scopes  []string
+	Config  json.RawMessage
 }
 
 // Scope is a configured area of authority.

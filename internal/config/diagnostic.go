@@ -244,7 +244,7 @@ var fixedFields = map[place]map[string]place{
 		"extensions": placeExtensions, "scopes": placeScopes},
 	placeLimits: {"causal_max_depth": placeLeaf, "causal_per_minute": placeLeaf,
 		"max_running": placeLeaf, "attempt_timeout": placeLeaf, "lease": placeLeaf},
-	placeExtension: {"enabled": placeLeaf, "scopes": placeList},
+	placeExtension: {"enabled": placeLeaf, "scopes": placeList, "config": placeFree},
 	placeScope: {"parent": placeLeaf, "enabled": placeLeaf, "removed": placeLeaf,
 		"authorization": placeAuthorization, "bindings": placeBindings, "routes": placeRoutes},
 	placeAuthorization: {"operations": placeList, "reads": placeList},

@@ -42,6 +42,8 @@ type Registry struct {
 	toolsets   map[string]extension.Toolset
 	extensions map[string]bool
 	playbooks  map[string][]string
+	// extConfig checks an extension's own config (extensions.<name>.config).
+	extConfig map[string]ConfigCheck
 }
 
 type registeredExecutor struct {
@@ -58,6 +60,7 @@ func NewRegistry() *Registry {
 		toolsets:   map[string]extension.Toolset{},
 		extensions: map[string]bool{},
 		playbooks:  map[string][]string{},
+		extConfig:  map[string]ConfigCheck{},
 	}
 	for _, op := range extension.Builtins {
 		r.operations[op] = ""
@@ -141,6 +144,21 @@ func (r *Registry) CheckExtension(name string, operations []string, toolsets []e
 		}
 		tsSeen[ts.Name] = true
 	}
+	return nil
+}
+
+// SetExtensionConfig gives a registered extension the check of its own
+// configuration (extensions.<name>.config), which validation runs on every
+// entry of that extension. An entry with a config whose extension has no
+// check is refused (unknown_field): the extension takes none.
+func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMessage) error) error {
+	if !r.extensions[name] {
+		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
+	}
+	if check == nil {
+		return fmt.Errorf("%w: extension %s: the config check is nil", extension.ErrInvalid, name)
+	}
+	r.extConfig[name] = check
 	return nil
 }
 

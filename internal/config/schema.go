@@ -50,6 +50,7 @@ type docExtension struct {
 	enabled   bool
 	scopes    []item
 	scopesSet bool
+	config    *node // the extension's own config, an object; nil when absent
 }
 
 type docScope struct {
@@ -373,7 +374,7 @@ func (s *schema) readExtensions(n *node, out map[string]*docExtension) {
 		}
 		e := &docExtension{enabled: true}
 		out[m.name] = e
-		if !s.object(m.value, `an object such as {"enabled": true, "scopes": ["ops"]}`) {
+		if !s.object(m.value, `an object such as {"enabled": true, "scopes": ["ops"], "config": {}}`) {
 			continue
 		}
 		for _, f := range m.value.members {
@@ -391,8 +392,12 @@ func (s *schema) readExtensions(n *node, out map[string]*docExtension) {
 					}
 					e.scopes = append(e.scopes, it)
 				}
+			case "config":
+				if s.object(f.value, "an object, the extension's own config") {
+					e.config = f.value
+				}
 			default:
-				s.unknown(m.value, f.name, "enabled and scopes")
+				s.unknown(m.value, f.name, "enabled, scopes and config")
 			}
 		}
 	}
@@ -701,6 +706,11 @@ func (d *doc) config() *Config {
 		ext := Extension{Enabled: e.enabled}
 		if e.scopesSet {
 			ext.Scopes = append([]string{}, itemStrings(e.scopes)...)
+		}
+		if e.config != nil {
+			if raw, err := e.config.canonical(nil); err == nil {
+				ext.Config = json.RawMessage(raw)
+			}
 		}
 		c.Extensions[name] = ext
 	}

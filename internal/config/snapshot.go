@@ -198,3 +198,15 @@ func (s *Snapshot) ExtensionEnabled(name string) (bool, []string) {
 	}
 	return true, slices.Clone(e.Scopes)
 }
+
+// Extension returns the configuration's entry of an extension (a copy) and
+// whether there is one.
+func (s *Snapshot) Extension(name string) (Extension, bool) {
+	e, ok := s.config.Extensions[name]
+	if !ok {
+		return Extension{}, false
+	}
+	e.Scopes = slices.Clone(e.Scopes)
+	e.Config = slices.Clone(e.Config)
+	return e, true
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
 )
 
@@ -100,6 +101,8 @@ func (v *validator) checkExtensions() {
 		base := []step{keyStep("extensions"), keyStep(name)}
 		if !v.reg.extensions[name] {
 			v.add(base, CodeUnknownReference, "this release registers no extension of this name: correct it, or install the extension")
+		} else {
+			v.checkExtensionConfig(name, e, base)
 		}
 		if !v.d.scopesOK {
 			continue
@@ -109,6 +112,50 @@ func (v *validator) checkExtensions() {
 				v.add(append(base, keyStep("scopes"), idxStep(it.idx)), CodeUnknownReference, "no scope has this id: name a scope of this configuration")
 			}
 		}
+	}
+}
+
+// checkExtensionConfig runs a registered extension's own check on its
+// entry's config ({} when the entry has none), placing each problem inside
+// /extensions/<name>/config.
+func (v *validator) checkExtensionConfig(name string, e *docExtension, base []step) {
+	configPath := append(slices.Clone(base), keyStep("config"))
+	check := v.reg.extConfig[name]
+	if check == nil {
+		if e.config != nil {
+			v.add(configPath, CodeUnknownField, "this extension takes no config: remove the member")
+		}
+		return
+	}
+	raw := json.RawMessage("{}")
+	if e.config != nil {
+		if hasBad(e.config) {
+			return // already reported inside
+		}
+		c, err := e.config.canonical(nil)
+		if err != nil {
+			return
+		}
+		raw = c
+	}
+	err := check(raw)
+	if err == nil {
+		return
+	}
+	var ce *extension.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		v.add(configPath, CodeInvalidValue, "the extension refused this config: check it against the extension's documented fields")
+		return
+	}
+	for _, p := range ce.Problems {
+		code, remedy := Code(p.Code), p.Remedy
+		if !knownCodes[code] {
+			code = CodeInvalidValue
+		}
+		if remedy == "" {
+			remedy = "the extension refused this member: check it against the extension's documented fields"
+		}
+		v.add(append(slices.Clone(configPath), pointerSteps(p.Pointer, e.config)...), code, remedy)
 	}
 }
 

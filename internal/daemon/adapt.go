@@ -87,6 +87,25 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 	}
 }
 
+// extensionsOf is the extension host's view of what a committed
+// generation (0: the active one) says of an extension: its entry's
+// enabled, scopes and config. An extension the generation has no entry
+// for is enabled in every scope with no config; a generation that cannot
+// be read enables nothing (the host fails closed).
+func extensionsOf(cfg configSource) toolbelt.Extensions {
+	return func(generation int64, name string) toolbelt.Enablement {
+		snap, err := snapshotAt(context.Background(), cfg, generation)
+		if err != nil {
+			return toolbelt.Enablement{}
+		}
+		e, ok := snap.Extension(name)
+		if !ok {
+			return toolbelt.Enablement{Enabled: true}
+		}
+		return toolbelt.Enablement{Enabled: e.Enabled, Scopes: e.Scopes, Config: e.Config}
+	}
+}
+
 // bindingAuthority is the toolbelt's view of what a binding of a pinned
 // generation grants.
 func bindingAuthority(cfg configSource) func(generation int64, scope, binding string) (toolbelt.BindingAuthority, bool) {

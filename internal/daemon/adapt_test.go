@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/config"
@@ -12,5 +15,58 @@ import (
 func TestKernelCausalDefaultIsTheConfigurations(t *testing.T) {
 	if got := causalOf(config.DefaultLimits()); got != kernel.DefaultCausalLimits {
 		t.Fatalf("the configuration's default causal limits %+v, the kernel's %+v: they must agree", got, kernel.DefaultCausalLimits)
+	}
+}
+
+// snapshots is a configSource over validated snapshots by generation.
+type snapshots struct {
+	active *config.Snapshot
+	byGen  map[int64]*config.Snapshot
+}
+
+func (s *snapshots) Active() *config.Snapshot { return s.active }
+func (s *snapshots) Snapshot(_ context.Context, g int64) (*config.Snapshot, error) {
+	if snap, ok := s.byGen[g]; ok {
+		return snap, nil
+	}
+	return nil, errors.New("no such generation")
+}
+func (s *snapshots) OnApply(func(*config.Snapshot)) {}
+
+// The host's view of a generation is its extensions entries: enabled,
+// scopes and config; no entry is enabled everywhere; a generation that
+// cannot be read enables nothing.
+func TestExtensionsOfFollowsTheGeneration(t *testing.T) {
+	reg := config.NewRegistry()
+	for _, name := range []string{"human", "other"} {
+		if err := reg.AddExtension(name, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.SetExtensionConfig("human", func(json.RawMessage) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	validate := func(doc string) *config.Snapshot {
+		snap, res := config.Validate([]byte(doc), reg)
+		if snap == nil {
+			t.Fatalf("invalid: %v", res.Diagnostics)
+		}
+		return snap
+	}
+	on := validate(`{"version": 1, "extensions": {"human": {"scopes": ["a"], "config": {"k": 1}}}, "scopes": {"a": {}}}`)
+	off := validate(`{"version": 1, "extensions": {"human": {"enabled": false}}, "scopes": {"a": {}}}`)
+	src := &snapshots{active: off, byGen: map[int64]*config.Snapshot{1: on}}
+	exts := extensionsOf(src)
+	if e := exts(1, "human"); !e.In("a") || e.In("b") || string(e.Config) != `{"k":1}` {
+		t.Fatalf("generation 1 says %+v", e)
+	}
+	if e := exts(0, "human"); e.Enabled {
+		t.Fatalf("the active generation disables human, the port says %+v", e)
+	}
+	if e := exts(1, "other"); !e.In("a") || !e.In("b") {
+		t.Fatalf("an extension without an entry is %+v, want enabled everywhere", e)
+	}
+	if e := exts(7, "other"); e.Enabled {
+		t.Fatalf("an unreadable generation enables %+v", e)
 	}
 }

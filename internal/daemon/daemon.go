@@ -319,6 +319,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store, Scopes: svc})
+	// Registrations follow the generations from here on: what each one
+	// enables is asked on every call, so an apply takes effect at once.
+	d.host.Follow(extensionsOf(d.cfg))
 	actions := toolbelt.NewActions(d.ctl, d.host)
 	d.tb, err = toolbelt.New(toolbelt.Options{
 		Runtime: d.rt, Store: d.store, Host: d.host, Entropy: d.opts.Entropy, Owner: d.owner,

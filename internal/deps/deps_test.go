@@ -36,6 +36,7 @@ var rules = map[string][]string{
 	// each other.
 	"api":                 {},
 	"extension":           {},
+	"extension/inproc":    {"extension"},
 	"internal/atomicfile": {},
 	"internal/bearer":     {},
 	"internal/clock":      {},

@@ -50,14 +50,18 @@ func NewActions(control *kernel.Control, host *Host) *Actions {
 	return &Actions{control: control, host: host}
 }
 
-// List describes every registered action, in name order. A nil registry
-// has none.
+// List describes every registered action whose registration the active
+// generation enables (for any scope), in name order. A nil registry has
+// none.
 func (a *Actions) List() []ActionInfo {
 	out := []ActionInfo{}
 	if a == nil || a.host == nil {
 		return out
 	}
 	for _, r := range a.host.actionList() {
+		if e := a.host.enablement(0, r.reg); !e.Enabled || (e.Scopes != nil && len(e.Scopes) == 0) {
+			continue
+		}
 		schema := r.act.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
@@ -68,11 +72,17 @@ func (a *Actions) List() []ActionInfo {
 	return out
 }
 
-func (a *Actions) lookup(name string) (extension.Action, bool) {
+// lookup finds a registered action whose registration the active
+// generation enables for scope.
+func (a *Actions) lookup(name, scope string) (extension.Action, bool) {
 	if a == nil || a.host == nil {
 		return extension.Action{}, false
 	}
-	return a.host.action(name)
+	r, ok := a.host.action(name)
+	if !ok || !a.host.enablement(0, r.reg).In(scope) {
+		return extension.Action{}, false
+	}
+	return r.act, true
 }
 
 // ActRequest is an operator's action.
@@ -118,9 +128,9 @@ func (a *Actions) Act(ctx context.Context, req ActRequest) (ActResult, error) {
 	if _, err := kernel.ActorOf(ctx); err != nil {
 		return ActResult{}, err
 	}
-	act, ok := a.lookup(req.Action)
+	act, ok := a.lookup(req.Action, req.Scope)
 	if !ok {
-		return ActResult{}, kernel.Refuse(extension.ErrNotFound, ErrActionNotFound.Code, "no action %q is registered; open-conduit actions lists them", req.Action)
+		return ActResult{}, kernel.Refuse(extension.ErrNotFound, ErrActionNotFound.Code, "no action %q is registered and enabled for scope %s; open-conduit actions lists them", req.Action, req.Scope)
 	}
 	if len(req.Work) > kernel.MaxKeyBytes {
 		return ActResult{}, kernel.Refuse(extension.ErrInvalid, ErrInvalidAction.Code, "the Work id is longer than %d bytes; name a Work of scope %s", kernel.MaxKeyBytes, req.Scope)

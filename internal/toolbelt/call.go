@@ -279,8 +279,8 @@ func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRe
 	if err := checkAssertions(t, req.Assertions); err != nil {
 		return res, err
 	}
-	if !tb.Declared(req.Operation) {
-		return res, forbid("operation %q is not declared on this toolbelt", clip(req.Operation))
+	if !tb.declaredFor(t.Generation, t.Scope, req.Operation) {
+		return res, forbid("operation %q is not declared on this toolbelt for scope %s in generation %d", clip(req.Operation), t.Scope, t.Generation)
 	}
 	if !slices.Contains(t.Operations, req.Operation) {
 		return res, forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)
@@ -469,6 +469,8 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 		}
 		return out, false, err
 	}
+	// The operation's owner is handed its own configuration.
+	auth.Config = tb.host.configOf(r.reg)
 	if r.op.Emit != nil {
 		return tb.translate(ctx, c, call, r.op.Emit, auth)
 	}
@@ -741,14 +743,24 @@ func safeTranslate(ctx context.Context, tr extension.Translator, auth extension.
 }
 
 // runGates asks every gate but the operation owner's, in registration-name
-// order. It returns the plan of a gate that parks the caller, or a
-// refusal wrapped in extension.GateRefusal.
+// order, of the registrations the active generation enables for the
+// call's scope (builtins never come here). Each gate is handed its own
+// registration's configuration. It returns the plan of a gate that parks
+// the caller, or a refusal wrapped in extension.GateRefusal: the gate's
+// *extension.OperationError as it is, or gate_failed for anything else
+// (an error without a verdict, a panic, no answer within the gate
+// timeout). A caller that goes while a gate is asked gets ctx.Err.
 func (tb *Toolbelt) runGates(ctx context.Context, owner string, call *toolCall, auth extension.Authority) (*extension.WaitPlan, string, error) {
-	for _, reg := range tb.gates() {
+	for _, reg := range tb.gates(call.tok.Scope) {
 		if reg.Name == owner {
 			continue
 		}
-		plan, err := askGate(ctx, reg.Gate, extension.GateRequest{Authority: auth, Operation: call.op, Input: call.input})
+		gauth := auth
+		gauth.Config = tb.host.configOf(reg.Name)
+		plan, err := tb.askGate(ctx, reg.Gate, extension.GateRequest{Authority: gauth, Operation: call.op, Input: call.input})
+		if err != nil && ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
 		if err != nil {
 			var oe *extension.OperationError
 			if !errors.As(err, &oe) {
@@ -766,13 +778,50 @@ func (tb *Toolbelt) runGates(ctx context.Context, owner string, call *toolCall, 
 	return nil, "", nil
 }
 
-func askGate(ctx context.Context, g extension.Gate, req extension.GateRequest) (plan *extension.WaitPlan, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			plan, err = nil, &extensionPanic{value: p}
-		}
+// gateTimedOut is the failure of a gate that did not answer within the
+// gate timeout.
+type gateTimedOut struct{}
+
+func (gateTimedOut) Error() string { return "the gate did not answer within the gate timeout" }
+
+// askGate asks one gate under the gate timeout, recovering a panic. A gate
+// that does not answer in time is left to finish on its own (its context
+// is cancelled) and its late answer is dropped.
+func (tb *Toolbelt) askGate(ctx context.Context, g extension.Gate, req extension.GateRequest) (*extension.WaitPlan, error) {
+	timeout := tb.opts.GateTimeout
+	if timeout <= 0 {
+		timeout = DefaultGateTimeout
+	}
+	gctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		plan *extension.WaitPlan
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if p := recover(); p != nil {
+				a = answer{err: &extensionPanic{value: p}}
+			}
+			done <- a
+		}()
+		a.plan, a.err = g.Check(gctx, req)
 	}()
-	return g.Check(ctx, req)
+	select {
+	case a := <-done:
+		if gctx.Err() != nil && ctx.Err() == nil {
+			// It answered, but only once its deadline had passed.
+			return nil, gateTimedOut{}
+		}
+		return a.plan, a.err
+	case <-gctx.Done():
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, gateTimedOut{}
+	}
 }
 
 // park declares a gate's wait plan like a translated wait, owned by the
@@ -881,12 +930,12 @@ func (tb *Toolbelt) readChain(ctx context.Context, c *callLog, token string, ass
 	return t, nil
 }
 
-// granted is the token's allowlist within what is declared and the
-// current ceiling, sorted.
+// granted is the token's allowlist within what is declared for its
+// generation and scope and the current ceiling, sorted.
 func (tb *Toolbelt) granted(t storage.Token) []string {
 	var out []string
 	for _, op := range t.Operations {
-		if tb.Declared(op) && tb.opts.Authorize(t.Scope, op) {
+		if tb.declaredFor(t.Generation, t.Scope, op) && tb.opts.Authorize(t.Scope, op) {
 			out = append(out, op)
 		}
 	}

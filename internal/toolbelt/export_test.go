@@ -3,6 +3,7 @@ package toolbelt
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -90,3 +91,6 @@ func Record(ctx context.Context, tb *Toolbelt, call StepCall, claimed, sensitive
 	err := tb.record(ctx, c, call.c, claimed, sensitive, result, oe)
 	return recordOf(c), err
 }
+
+// SetGateTimeout sets the gate timeout of tb (before any call).
+func SetGateTimeout(tb *Toolbelt, d time.Duration) { tb.opts.GateTimeout = d }

@@ -1,6 +1,7 @@
 package toolbelt
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,7 +21,33 @@ type Catalog interface {
 	CheckExtension(name string, operations []string, toolsets []extension.Toolset) error
 	// AddExtension registers it; a refusal registers nothing.
 	AddExtension(name string, operations []string, toolsets []extension.Toolset) error
+	// SetExtensionConfig gives a registered extension the check of its
+	// own configuration (extensions.<name>.config).
+	SetExtensionConfig(name string, check func(config json.RawMessage) error) error
 }
+
+// Enablement is what a configuration generation says of one registration:
+// whether it is enabled, in which scopes (nil: every scope), and its own
+// configuration (nil: {}).
+type Enablement struct {
+	Enabled bool
+	Scopes  []string
+	Config  json.RawMessage
+}
+
+// In reports whether the registration is enabled for scope.
+func (e Enablement) In(scope string) bool {
+	return e.Enabled && (e.Scopes == nil || slices.Contains(e.Scopes, scope))
+}
+
+// Extensions answers what a committed generation (0: the active one) says
+// of a registration. The daemon adapts its configuration snapshots into
+// it; the toolbelt never reads configuration itself.
+type Extensions func(generation int64, registration string) Enablement
+
+// everywhere is the Extensions of a host that follows no configuration:
+// every registration is enabled in every scope, with no config.
+func everywhere(int64, string) Enablement { return Enablement{Enabled: true} }
 
 // Host is the extension host: the one place an extension is registered.
 // Register takes a registration's operations and gate (served by every
@@ -32,6 +59,9 @@ type Catalog interface {
 // Catalog is not, so register with one before configuration is read.
 type Host struct {
 	catalog Catalog
+
+	follow sync.RWMutex
+	exts   Extensions // what each generation says of a registration
 
 	mu      sync.RWMutex
 	regs    map[string]extension.Registration // by name
@@ -56,7 +86,48 @@ var _ extension.Registrar = (*Host)(nil)
 // the configuration registry); nil keeps them in the host alone (tests of
 // the toolbelt).
 func NewHost(catalog Catalog) *Host {
-	return &Host{catalog: catalog, regs: map[string]extension.Registration{}, ops: map[string]registered{}, actions: map[string]registeredAction{}}
+	return &Host{catalog: catalog, exts: everywhere, regs: map[string]extension.Registration{}, ops: map[string]registered{}, actions: map[string]registeredAction{}}
+}
+
+// Follow makes the host's registrations follow the configuration's
+// generations through exts: a registration a generation disables (or
+// does not enable for a scope) has its operations undeclared for the
+// attempts pinned to that generation, and, when the active generation
+// disables it, for every call; its gate is asked only for calls in the
+// scopes the active generation enables it for, and its actions are
+// served only there. Until Follow is called (nil: again), every
+// registration is enabled in every scope.
+func (h *Host) Follow(exts Extensions) {
+	if exts == nil {
+		exts = everywhere
+	}
+	h.follow.Lock()
+	h.exts = exts
+	h.follow.Unlock()
+}
+
+// enablement is what generation (0: the active one) says of reg.
+func (h *Host) enablement(generation int64, reg string) Enablement {
+	h.follow.RLock()
+	exts := h.exts
+	h.follow.RUnlock()
+	return exts(generation, reg)
+}
+
+// enabledFor reports whether reg serves scope for an attempt pinned to
+// generation: both that generation and the active one enable it there.
+func (h *Host) enabledFor(generation int64, reg, scope string) bool {
+	return h.enablement(generation, reg).In(scope) && (generation == 0 || h.enablement(0, reg).In(scope))
+}
+
+// configOf is reg's own configuration in the active generation ({} when
+// it has none).
+func (h *Host) configOf(reg string) json.RawMessage {
+	c := h.enablement(0, reg).Config
+	if len(c) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return slices.Clone(c)
 }
 
 // Register registers an extension. The registration name follows
@@ -96,6 +167,13 @@ func (h *Host) Register(reg extension.Registration) error {
 		// above, and its AddExtension registers nothing when it refuses.
 		if err := h.catalog.AddExtension(reg.Name, opNames, reg.Toolsets); err != nil {
 			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		if reg.CheckConfig != nil {
+			// Cannot fail: the extension was just added and the check is
+			// set.
+			if err := h.catalog.SetExtensionConfig(reg.Name, reg.CheckConfig); err != nil {
+				return fmt.Errorf("registration %s: %w", reg.Name, err)
+			}
 		}
 	}
 	reg.Operations = slices.Clone(reg.Operations)
@@ -173,6 +251,13 @@ func (h *Host) declared(op string) bool {
 	return ok
 }
 
+// declaredFor reports whether op is a registered extension operation whose
+// registration serves scope for an attempt pinned to generation.
+func (h *Host) declaredFor(generation int64, scope, op string) bool {
+	r, ok := h.operation(op)
+	return ok && h.enabledFor(generation, r.reg, scope)
+}
+
 // operationNames returns the registered extension operations, unsorted.
 func (h *Host) operationNames() []string {
 	h.mu.RLock()
@@ -200,16 +285,18 @@ func (h *Host) registeredFamily(family string) bool {
 	return ok
 }
 
-// gates returns the registrations with a gate, in name order.
-func (h *Host) gates() []extension.Registration {
+// gates returns the registrations with a gate that the active generation
+// enables for scope, in name order.
+func (h *Host) gates(scope string) []extension.Registration {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	var out []extension.Registration
 	for _, r := range h.regs {
 		if r.Gate != nil {
 			out = append(out, r)
 		}
 	}
+	h.mu.RUnlock()
+	out = slices.DeleteFunc(out, func(r extension.Registration) bool { return !h.enablement(0, r.Name).In(scope) })
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -225,9 +312,9 @@ func (h *Host) actionList() []registeredAction {
 	return out
 }
 
-func (h *Host) action(name string) (extension.Action, bool) {
+func (h *Host) action(name string) (registeredAction, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	r, ok := h.actions[name]
-	return r.act, ok
+	return r, ok
 }

@@ -52,6 +52,10 @@ const (
 	ResultSuppressed = "suppressed"
 )
 
+// DefaultGateTimeout is how long a gate may take to answer when
+// Options.GateTimeout is zero.
+const DefaultGateTimeout = 10 * time.Second
+
 // MaxRequestID bounds a request ID: 1 to 200 printable ASCII characters.
 const MaxRequestID = 200
 
@@ -108,6 +112,10 @@ type Options struct {
 	// Guidance is the overall agent guidance (Markdown) served with the
 	// operations; empty takes DefaultGuidance.
 	Guidance string
+	// GateTimeout bounds each gate's answer (DefaultGateTimeout when
+	// zero): a gate that has not answered by then refuses the call with
+	// gate_failed. The gate's context carries the deadline.
+	GateTimeout time.Duration
 	// Logger receives the precise reason of every refusal (never a token,
 	// an input value, or the text of an extension's error that is not an
 	// *extension.OperationError: only its Go type). Required.
@@ -218,6 +226,13 @@ func (tb *Toolbelt) Declared(op string) bool {
 	return extension.IsBuiltin(op) || tb.host.declared(op)
 }
 
+// declaredFor reports whether op is declared for an attempt of scope
+// pinned to generation: a builtin, or an operation whose registration both
+// that generation and the active one enable for scope (Host.Follow).
+func (tb *Toolbelt) declaredFor(generation int64, scope, op string) bool {
+	return extension.IsBuiltin(op) || tb.host.declaredFor(generation, scope, op)
+}
+
 // Operations lists every declared operation (builtins and registered), in
 // name order: the registry the daemon narrows binding grants to.
 func (tb *Toolbelt) Operations() []string {
@@ -232,8 +247,9 @@ func (tb *Toolbelt) operation(name string) (registered, bool) { return tb.host.o
 // is a registration's namespace.
 func (tb *Toolbelt) registeredFamily(family string) bool { return tb.host.registeredFamily(family) }
 
-// gates returns the registrations with a gate, in name order.
-func (tb *Toolbelt) gates() []extension.Registration { return tb.host.gates() }
+// gates returns the registrations with a gate the active generation
+// enables for scope, in name order.
+func (tb *Toolbelt) gates(scope string) []extension.Registration { return tb.host.gates(scope) }
 
 // ---- tokens ----
 
@@ -330,7 +346,8 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 }
 
 // allowlist is the binding's operations plus its grants', narrowed to the
-// declared operations and the current ceiling, sorted.
+// operations declared for the generation and scope and to the current
+// ceiling, sorted.
 func (tb *Toolbelt) allowlist(generation int64, scope, binding string, grants []string) []string {
 	ba, ok := tb.opts.Bindings(generation, scope, binding)
 	if !ok {
@@ -343,7 +360,7 @@ func (tb *Toolbelt) allowlist(generation int64, scope, binding string, grants []
 	sort.Strings(want)
 	out := []string{}
 	for _, op := range slices.Compact(want) {
-		if tb.Declared(op) && tb.opts.Authorize(scope, op) {
+		if tb.declaredFor(generation, scope, op) && tb.opts.Authorize(scope, op) {
 			out = append(out, op)
 		}
 	}

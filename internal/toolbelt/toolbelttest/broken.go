@@ -40,6 +40,9 @@ func NegativeControls(base Harness) map[string]Harness {
 		"declared_outcome_handshake":            wrap(base, "skips declarations", func(tb Toolbelt, _ *Env) Toolbelt { return skipsDeclarations{tb} }),
 		"operation_namespace":                   wrap(base, "accepts squatting", func(tb Toolbelt, _ *Env) Toolbelt { return squatting{tb} }),
 		"sensitive_result_never_stored":         wrap(base, "stores sensitive results", func(tb Toolbelt, _ *Env) Toolbelt { return storesSensitive{tb} }),
+		"gate_order":                            wrap(base, "asks gates in reverse name order", func(tb Toolbelt, _ *Env) Toolbelt { return reversedGates{tb} }),
+		"gate_own_registration_exempt":          wrap(base, "asks a gate about its own operations", func(tb Toolbelt, _ *Env) Toolbelt { return gatesOwn{tb} }),
+		"per_generation_registration":           followsNoGeneration(base),
 
 		"adoption_supersession": wrap(base, "leaves lower epochs' tokens live", func(tb Toolbelt, env *Env) Toolbelt {
 			return &nonRevoking{Toolbelt: tb, env: env}
@@ -385,4 +388,49 @@ func (d dropsDeclarations) IssueToken(ctx context.Context, req toolbelt.IssueReq
 		return toolbelt.IssuedToken{}, err
 	}
 	return d.Toolbelt.IssueToken(ctx, req)
+}
+
+// reversedGates registers each registration that only gates under a
+// mirrored name (a<->z, b<->y, …), so its gate is asked in the reverse of
+// registration-name order.
+type reversedGates struct{ Toolbelt }
+
+func (r reversedGates) Register(reg extension.Registration) error {
+	if reg.Gate != nil && len(reg.Operations) == 0 && len(reg.Actions) == 0 {
+		b := []byte(reg.Name)
+		for i, c := range b {
+			if c >= 'a' && c <= 'z' {
+				b[i] = 'a' + 'z' - c
+			}
+		}
+		reg.Name = string(b)
+	}
+	return r.Toolbelt.Register(reg)
+}
+
+// gatesOwn registers a registration's gate apart from its operations,
+// under <name>-gate, so it is asked about its own operations.
+type gatesOwn struct{ Toolbelt }
+
+func (g gatesOwn) Register(reg extension.Registration) error {
+	if reg.Gate == nil || len(reg.Operations) == 0 {
+		return g.Toolbelt.Register(reg)
+	}
+	gate := reg.Gate
+	reg.Gate = nil
+	if err := g.Toolbelt.Register(reg); err != nil {
+		return err
+	}
+	return g.Toolbelt.Register(extension.Registration{Name: reg.Name + "-gate", Gate: gate})
+}
+
+// followsNoGeneration builds the toolbelt on a host that never follows
+// the configuration: every registration is enabled in every scope of
+// every generation.
+func followsNoGeneration(base Harness) Harness {
+	return Harness{Name: base.Name + " that follows no generation", Driver: base.Driver, New: func(env *Env) (Toolbelt, error) {
+		opts := env.Options()
+		opts.Host = toolbelt.NewHost(nil)
+		return toolbelt.New(opts)
+	}}
 }

@@ -21,7 +21,7 @@ import (
 // Cases are the shared conformance cases: they apply to every harness, and
 // under a scheduled driver the handshakes go on through Complete.
 func Cases() []Case {
-	return []Case{
+	return append([]Case{
 		{"issue_on_claim_and_recovery_supersession", caseSupersession},
 		{"digest_only_storage", caseDigestOnly},
 		{"live_ceiling_narrowing", caseCeiling},
@@ -33,7 +33,7 @@ func Cases() []Case {
 		{"declared_outcome_handshake", caseOutcomeHandshake},
 		{"operation_namespace", caseNamespace},
 		{"sensitive_result_never_stored", caseSensitive},
-	}
+	}, GateCases()...)
 }
 
 func want(err error, sentinel error, what string) error {

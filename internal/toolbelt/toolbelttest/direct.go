@@ -31,7 +31,7 @@ func (*direct) Claim(f *Fixture, w storage.Work) (*Attempt, error) {
 			return err
 		}
 		a.Execution, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
-			ID: f.ids.New(ids.Execution), Work: a.Work.ID, Scope: a.Work.Scope, Binding: a.Work.Binding, Executor: "test", Generation: 1,
+			ID: f.ids.New(ids.Execution), Work: a.Work.ID, Scope: a.Work.Scope, Binding: a.Work.Binding, Executor: "test", Generation: Pinned,
 			Owner: f.Env.Owner, LeaseExpiresAt: now.Add(Lease), Deadline: now.Add(Deadline), CreatedAt: now,
 		})
 		return err

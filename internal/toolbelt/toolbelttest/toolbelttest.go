@@ -54,6 +54,10 @@ const (
 	Grant = "extra"
 )
 
+// Pinned is the configuration generation every case's attempt is pinned
+// to. Generation 0 is the active one (see Enablements).
+const Pinned = 1
+
 // Lease and Deadline are the lease and attempt timeout every attempt gets;
 // Recover moves the clock past the lease.
 const (
@@ -81,23 +85,29 @@ type Env struct {
 	Runtime *kernel.Runtime
 	Clock   *clock.Fake
 	Ceiling *Ceiling
-	Entropy *rand.ChaCha8
+	// Extensions is what each generation says of each registration; the
+	// cases change it while calls go on, as an apply would.
+	Extensions *Enablements
+	Entropy    *rand.ChaCha8
 	// Owner is the daemon instance the toolbelt's lease guard requires
 	// (Owner until an adoption).
 	Owner string
 }
 
-// Options returns the production options of a toolbelt on env.
+// Options returns the production options of a toolbelt on env, its Host
+// following env.Extensions.
 func (e *Env) Options() toolbelt.Options {
+	host := toolbelt.NewHost(nil)
+	host.Follow(e.Extensions.At)
 	return toolbelt.Options{
-		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner, Host: toolbelt.NewHost(nil),
+		Runtime: e.Runtime, Store: e.Store, Entropy: e.Entropy, Owner: e.Owner, Host: host,
 		Bindings: func(gen int64, scope, binding string) (toolbelt.BindingAuthority, bool) {
 			if scope != Scope || (binding != Binding && binding != Resumable) {
 				return toolbelt.BindingAuthority{}, false
 			}
 			return toolbelt.BindingAuthority{
 				Operations: []string{"emit", "create_work", "wait", "declare_outcome", "read_context", "acme.count", "acme.echo", "acme.unregistered",
-					"acme.secret", "acme.credential", "acme.plain"},
+					"acme.secret", "acme.credential", "acme.plain", "beta.ping"},
 				Grants: map[string][]string{Grant: {"acme.extra"}},
 			}, true
 		},
@@ -109,6 +119,39 @@ func (e *Env) Options() toolbelt.Options {
 		AuthorizeRead: e.Ceiling.AuthorizeRead,
 		Logger:        slog.New(slog.DiscardHandler),
 	}
+}
+
+// Enablements is what the suite's configuration generations say of each
+// registration: enabled in every scope with no config, until a case sets
+// otherwise for a generation (0: the active one).
+type Enablements struct {
+	mu sync.Mutex
+	m  map[enablementKey]toolbelt.Enablement
+}
+
+type enablementKey struct {
+	generation int64
+	reg        string
+}
+
+// Set says what generation says of reg from now on.
+func (e *Enablements) Set(generation int64, reg string, en toolbelt.Enablement) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[enablementKey]toolbelt.Enablement{}
+	}
+	e.m[enablementKey{generation, reg}] = en
+}
+
+// At is the toolbelt.Extensions port over the table.
+func (e *Enablements) At(generation int64, reg string) toolbelt.Enablement {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if en, ok := e.m[enablementKey{generation, reg}]; ok {
+		return en
+	}
+	return toolbelt.Enablement{Enabled: true}
 }
 
 // Ceiling is a scope ceiling the cases narrow while calls go on, as a
@@ -241,7 +284,7 @@ type Fixture struct {
 func NewFixture(dir string, h Harness, reopen bool) (*Fixture, error) {
 	c := clock.NewFake(T0)
 	f := &Fixture{h: h, driver: h.driver(), reopen: reopen, ids: ids.NewGenerator(c, rand.NewChaCha8([32]byte{7}))}
-	f.Env = &Env{Path: filepath.Join(dir, "state.db"), Clock: c, Ceiling: &Ceiling{}, Entropy: rand.NewChaCha8([32]byte{9}), Owner: Owner}
+	f.Env = &Env{Path: filepath.Join(dir, "state.db"), Clock: c, Ceiling: &Ceiling{}, Extensions: &Enablements{}, Entropy: rand.NewChaCha8([32]byte{9}), Owner: Owner}
 	if err := f.open(); err != nil {
 		if f.Env.Store != nil {
 			f.Env.Store.Close()
