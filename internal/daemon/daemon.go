@@ -86,10 +86,10 @@ type Options struct {
 	// Extensions are registered once, on the toolbelt's Host: their
 	// operations can be called, Registry holds their operations and
 	// toolsets, so a binding may grant them, and their actions are served
-	// to operators (POST /v1/actions/{name}). The
-	// release itself registers none yet; a host that embeds the daemon
-	// (the end-to-end suite's test daemon) passes its own. A refused
-	// registration stops the start.
+	// to operators (POST /v1/actions/{name}). They are registered besides
+	// the release's own (the introspection extension); a host that embeds
+	// the daemon (the end-to-end suite's test daemon) passes its own. A
+	// refused registration stops the start.
 	Extensions []extension.Registration
 	// TickInterval and SweepInterval pace the loops (DefaultTickInterval,
 	// DefaultSweepInterval when zero).
@@ -299,6 +299,9 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 func (d *Daemon) build(ctx context.Context) error {
 	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
 	d.owner = gen.New(OwnerPrefix)
+	if err := d.registerRelease(); err != nil {
+		return err
+	}
 
 	svc, err := configsvc.New(configsvc.Options{
 		Store: d.store, StateDir: d.state, Default: bootstrap.DefaultConfig(), Registry: d.opts.Registry,

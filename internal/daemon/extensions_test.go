@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extensions/introspection"
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/config"
 )
 
 // echoExtension is a registration with one operation that serves
@@ -63,4 +66,91 @@ func TestOptionsExtensionRefusedStopsTheStart(t *testing.T) {
 	}
 	// Nothing was held: a daemon without the extension starts.
 	start(t, state)
+}
+
+// The release registers the introspection extension: a configuration
+// that enables it for one scope and grants its toolset validates, with
+// the daemon and offline alike (daemon.ReleaseRegistry; the bare
+// executor registry refuses it), and the pinned generation says for which
+// scope it is enabled.
+func TestReleaseRegistersIntrospection(t *testing.T) {
+	cfg := `{"version": 1, "extensions": {"introspection": {"enabled": true, "scopes": ["t"]}}, "scopes": {
+  "t": {"authorization": {"operations": ["@introspection.reader"], "reads": ["work"]},
+    "bindings": {"b": {"executor": "shell", "config": {"command": ["true"]}, "operations": ["@introspection.reader"]}}},
+  "u": {"authorization": {"operations": []},
+    "bindings": {"b": {"executor": "shell", "config": {"command": ["true"]}}}}}}`
+	reg, err := ReleaseRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := config.Validate([]byte(cfg), reg); !res.Valid() {
+		t.Fatalf("offline, the configuration is refused: %v", res.Diagnostics)
+	}
+	if _, res := config.Validate([]byte(cfg), bootstrap.ReleaseRegistry()); res.Valid() {
+		t.Fatal("the executors' registry alone knows the introspection extension")
+	}
+
+	state := shortDir(t)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, state)
+	if owner, ok := r.d.opts.Registry.OperationOwner("introspection.work"); !ok || owner != "introspection" {
+		t.Fatalf("the registry names %q (%v) as introspection.work's owner", owner, ok)
+	}
+	ctx := context.Background()
+	for scope, want := range map[string]bool{"t": true, "u": false} {
+		on, err := enabledAt(ctx, r.d.cfg, 0, "introspection", scope)
+		if err != nil || on != want {
+			t.Errorf("enabled for scope %s: %v (%v), want %v", scope, on, err, want)
+		}
+	}
+	if on, err := enabledAt(ctx, r.d.cfg, 0, "other", "t"); err != nil || on {
+		t.Errorf("an extension without an entry is enabled: %v (%v)", on, err)
+	}
+	// The toolbelt holds it: registering it again is a conflict.
+	if err := r.d.tb.Register(introspection.Registration(nil)); !errors.Is(err, extension.ErrConflict) {
+		t.Fatalf("registering introspection again: %v, want a conflict", err)
+	}
+}
+
+// snapshotSource is a configSource holding one active snapshot.
+type snapshotSource struct{ snap *config.Snapshot }
+
+func (s snapshotSource) Active() *config.Snapshot { return s.snap }
+func (s snapshotSource) Snapshot(context.Context, int64) (*config.Snapshot, error) {
+	return s.snap, nil
+}
+func (s snapshotSource) OnApply(func(*config.Snapshot)) {}
+
+// An extension entry enables it for the scopes it lists, every scope when
+// it lists none, no scope for [] or enabled false or no entry.
+func TestEnabledAtFollowsTheEntry(t *testing.T) {
+	reg, err := ReleaseRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := `"scopes": {"t": {"bindings": {}}, "u": {"bindings": {}}}`
+	for entry, want := range map[string][2]bool{
+		`"introspection": {"scopes": ["t"]}`:  {true, false},
+		`"introspection": {}`:                 {true, true},
+		`"introspection": {"scopes": []}`:     {false, false},
+		`"introspection": {"enabled": false}`: {false, false},
+		``:                                    {false, false},
+		`"introspection": {"enabled": true, "scopes": ["u"]}`: {false, true},
+	} {
+		snap, res := config.Validate([]byte(`{"version": 1, "extensions": {`+entry+`}, `+scopes+`}`), reg)
+		if !res.Valid() {
+			t.Fatalf("%s: %v", entry, res.Diagnostics)
+		}
+		for i, scope := range []string{"t", "u"} {
+			on, err := enabledAt(context.Background(), snapshotSource{snap}, 3, introspection.Name, scope)
+			if err != nil || on != want[i] {
+				t.Errorf("entry {%s}: enabled for %s = %v (%v), want %v", entry, scope, on, err, want[i])
+			}
+		}
+	}
 }

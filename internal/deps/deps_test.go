@@ -25,6 +25,7 @@ const module = "github.com/open-conduit/open-conduit"
 //	toolbelt    internal/toolbelt
 //	scheduler   internal/scheduler
 //	servers     internal/httpapi, configsvc, toolbeltapi, management
+//	extensions  extensions/… (first-party; public contracts only)
 //	composition internal/bootstrap, internal/daemon
 //	clients     client, osclient
 //	programs    cmd/…, e2e/…
@@ -75,9 +76,17 @@ var rules = map[string][]string{
 
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"internal/config", "internal/executor", "internal/executor/shell"},
-	"internal/daemon": {"extension", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config", "internal/configsvc",
-		"internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel", "internal/management", "internal/runs",
-		"internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
+	"internal/daemon": {"extension", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+		"internal/configsvc", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
+		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
+		"internal/toolbelt"},
+	// The daemon's adapter of storage to the introspection extension's
+	// port: the extension itself never knows the store.
+	"internal/daemon/introspectport": {"api", "extensions/introspection", "internal/storage", "internal/wire"},
+
+	// First-party extensions: the public contracts and wire types only,
+	// reading through a port of their own that the daemon adapts.
+	"extensions/introspection": {"api", "extension"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},

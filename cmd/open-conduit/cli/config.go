@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
 func init() { commands = append(commands, newConfigCmd) }
@@ -71,7 +71,11 @@ func runConfigCheck(out io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return failf("cannot read the configuration file: %v", err)
 	}
-	snap, res := config.Validate(data, bootstrap.ReleaseRegistry())
+	reg, err := daemon.ReleaseRegistry()
+	if err != nil {
+		return failf("%v", err)
+	}
+	snap, res := config.Validate(data, reg)
 	if asJSON {
 		o := checkOutput{Valid: res.Valid(), Diagnostics: res.Diagnostics, Warnings: res.Warnings}
 		if snap != nil {
