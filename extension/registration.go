@@ -9,7 +9,7 @@ import (
 
 // Registration is what an extension hands the host's Registrar: its name,
 // which owns the namespace <name>.*, its operations, its toolsets, its
-// operator actions and an optional gate.
+// playbooks, its operator actions and an optional gate.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -17,6 +17,9 @@ type Registration struct {
 	Operations []Operation
 	// Toolsets are named sets of the registration's operations by role.
 	Toolsets []Toolset
+	// Playbooks are the skills its agents start their turns on (see
+	// Playbook); the host writes them where agent CLIs read skills.
+	Playbooks []Playbook
 	// Actions are served to operators only, under the registration's
 	// namespace (see Action).
 	Actions []Action
