@@ -232,7 +232,9 @@ func TestRenderReferenceListsExtensions(t *testing.T) {
 	host := toolbelt.NewHost(ReleaseRegistry())
 	err := host.Register(extension.Registration{Name: "acme",
 		Operations: []extension.Operation{{Name: "acme.read", Summary: "Read a thing.", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`),
-			Handler: func(_ context.Context, _ extension.Authority, _ json.RawMessage) (json.RawMessage, error) { return nil, nil }}},
+			Handler: func(_ context.Context, _ extension.Authority, _ json.RawMessage) (json.RawMessage, error) {
+				return nil, nil
+			}}},
 		Toolsets:  []extension.Toolset{{Name: "acme.author", Operations: []extension.ToolsetOperation{{Name: "acme.read", Since: "1.2.0"}}}},
 		Playbooks: []extension.Playbook{{Name: "reading", Markdown: "---\noperations: [acme.read, emit]\n---\n"}},
 	})
