@@ -1,7 +1,7 @@
 // Package extension holds the public contracts between Open Conduit's host
 // and the extensions that add operations to the toolbelt: the Toolbelt an
 // execution calls, the Registration an extension hands to the host, its
-// Operations and Toolsets, the Actions an operator asks it for (never
+// Operations, Toolsets and Playbooks, the Actions an operator asks it for (never
 // served to an execution), the Gate seam, the OperationError a handler
 // returns, the naming rules, and the sentinel errors every layer maps to
 // stable codes.

@@ -9,11 +9,11 @@ import (
 
 // Registration is what an extension hands the host's Registrar: its name,
 // which owns the namespace <name>.*, its operations, its toolsets, its
-// operator actions, an optional gate and an optional check of its own
-// configuration. Each committed configuration generation decides whether
-// the registration is enabled and in which scopes (extensions.<name>):
-// a disabled registration's operations are undeclared, its gate is not
-// asked and its actions are not served.
+// playbooks, its operator actions, an optional gate and an optional check
+// of its own configuration. Each committed configuration generation
+// decides whether the registration is enabled and in which scopes
+// (extensions.<name>): a disabled registration's operations are
+// undeclared, its gate is not asked and its actions are not served.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -21,6 +21,9 @@ type Registration struct {
 	Operations []Operation
 	// Toolsets are named sets of the registration's operations by role.
 	Toolsets []Toolset
+	// Playbooks are the skills its agents start their turns on (see
+	// Playbook); the host writes them where agent CLIs read skills.
+	Playbooks []Playbook
 	// Actions are served to operators only, under the registration's
 	// namespace (see Action).
 	Actions []Action

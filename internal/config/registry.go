@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -36,19 +37,31 @@ func (e *ExecutorConfigError) Error() string {
 // and the registration owning each, toolsets, extensions and playbooks.
 // Build it once, then share it read-only; it is not safe to change while it
 // is being read.
+//
+// The operator's playbooks are the exception: SetOperatorPlaybooks may
+// replace them at any time, and each validation reads them once.
 type Registry struct {
 	executors  map[string]registeredExecutor
 	operations map[string]string // operation -> owning registration, "" for a builtin
 	toolsets   map[string]extension.Toolset
 	extensions map[string]bool
-	playbooks  map[string][]string
+	playbooks  map[string]registeredPlaybook // the release's and its extensions'
 	// extConfig checks an extension's own config (extensions.<name>.config).
 	extConfig map[string]ConfigCheck
+
+	operatorMu sync.RWMutex
+	operator   map[string]registeredPlaybook // the operator's own
 }
 
 type registeredExecutor struct {
 	info  executor.Info
 	check ConfigCheck
+	namer extension.PlaybookNamer
+}
+
+type registeredPlaybook struct {
+	operations []string
+	markdown   string
 }
 
 // NewRegistry returns a registry holding the builtin operations
@@ -59,8 +72,9 @@ func NewRegistry() *Registry {
 		operations: map[string]string{},
 		toolsets:   map[string]extension.Toolset{},
 		extensions: map[string]bool{},
-		playbooks:  map[string][]string{},
+		playbooks:  map[string]registeredPlaybook{},
 		extConfig:  map[string]ConfigCheck{},
+		operator:   map[string]registeredPlaybook{},
 	}
 	for _, op := range extension.Builtins {
 		r.operations[op] = ""
@@ -162,14 +176,123 @@ func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMes
 	return nil
 }
 
-// AddPlaybook records the operations a playbook declares it uses, for the
-// grant warnings.
+// SetPlaybookNamer says that a registered executor names the playbook a
+// binding config starts its turns on; validation asks it once per binding
+// whose config passed the executor's check.
+func (r *Registry) SetPlaybookNamer(executorName string, n extension.PlaybookNamer) error {
+	e, ok := r.executors[executorName]
+	if !ok {
+		return fmt.Errorf("%w: executor %s is not registered", extension.ErrNotFound, executorName)
+	}
+	e.namer = n
+	r.executors[executorName] = e
+	return nil
+}
+
+// AddPlaybook records the operations a playbook declares it uses, for
+// validation and the grant warnings, without its Markdown. A name already
+// registered is ErrConflict.
 func (r *Registry) AddPlaybook(name string, operations []string) error {
 	if !validPlaybookName(name) {
 		return fmt.Errorf("%w: playbook name %s is not a valid name", extension.ErrInvalid, name)
 	}
-	r.playbooks[name] = slices.Clone(operations)
+	if _, dup := r.playbooks[name]; dup {
+		return fmt.Errorf("%w: playbook %s is already registered", extension.ErrConflict, name)
+	}
+	r.playbooks[name] = registeredPlaybook{operations: slices.Clone(operations)}
 	return nil
+}
+
+// CheckPlaybooks reports whether AddPlaybooks would accept an extension's
+// playbooks, changing nothing: each passes extension.CheckPlaybook and
+// its name is neither registered yet nor repeated.
+func (r *Registry) CheckPlaybooks(pbs []extension.Playbook) error {
+	seen := map[string]bool{}
+	for _, p := range pbs {
+		if err := extension.CheckPlaybook(p); err != nil {
+			return err
+		}
+		if _, dup := r.playbooks[p.Name]; dup || seen[p.Name] {
+			return fmt.Errorf("%w: playbook %s is already registered", extension.ErrConflict, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// AddPlaybooks registers an extension's playbooks when CheckPlaybooks
+// accepts them; a refusal registers none.
+func (r *Registry) AddPlaybooks(pbs []extension.Playbook) error {
+	if err := r.CheckPlaybooks(pbs); err != nil {
+		return err
+	}
+	for _, p := range pbs {
+		ops, _ := extension.PlaybookOperations(p.Markdown)
+		r.playbooks[p.Name] = registeredPlaybook{operations: ops, markdown: p.Markdown}
+	}
+	return nil
+}
+
+// SetOperatorPlaybooks replaces the operator's own playbooks (those of
+// <state>/playbooks/). A playbook that fails extension.CheckPlaybook, or
+// whose name the release or an extension registered (theirs wins) or an
+// earlier one of pbs took, is left out, with an error saying why. It is
+// safe to call while configurations are validated.
+func (r *Registry) SetOperatorPlaybooks(pbs []extension.Playbook) []error {
+	var problems []error
+	next := map[string]registeredPlaybook{}
+	for _, p := range pbs {
+		if err := extension.CheckPlaybook(p); err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		if _, dup := r.playbooks[p.Name]; dup {
+			problems = append(problems, fmt.Errorf("%w: playbook %s is one an extension ships; give the operator's another name", extension.ErrConflict, p.Name))
+			continue
+		}
+		if _, dup := next[p.Name]; dup {
+			problems = append(problems, fmt.Errorf("%w: playbook %s is given twice", extension.ErrConflict, p.Name))
+			continue
+		}
+		ops, _ := extension.PlaybookOperations(p.Markdown)
+		next[p.Name] = registeredPlaybook{operations: ops, markdown: p.Markdown}
+	}
+	r.operatorMu.Lock()
+	r.operator = next
+	r.operatorMu.Unlock()
+	return problems
+}
+
+// Playbooks returns every playbook whose Markdown the registry holds (the
+// extensions' and the operator's), sorted by name.
+func (r *Registry) Playbooks() []extension.Playbook {
+	var out []extension.Playbook
+	for name, p := range r.playbooks {
+		if p.markdown != "" {
+			out = append(out, extension.Playbook{Name: name, Markdown: p.markdown})
+		}
+	}
+	r.operatorMu.RLock()
+	for name, p := range r.operator {
+		out = append(out, extension.Playbook{Name: name, Markdown: p.markdown})
+	}
+	r.operatorMu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// playbookSet returns every playbook's operations by name.
+func (r *Registry) playbookSet() map[string][]string {
+	out := make(map[string][]string, len(r.playbooks))
+	for name, p := range r.playbooks {
+		out[name] = p.operations
+	}
+	r.operatorMu.RLock()
+	for name, p := range r.operator {
+		out[name] = p.operations
+	}
+	r.operatorMu.RUnlock()
+	return out
 }
 
 // Executor returns a registered executor's description.
@@ -208,7 +331,7 @@ func (r *Registry) Extensions() []string { return sortedKeys(r.extensions) }
 
 // PlaybookOperations returns the operations a registered playbook declares.
 func (r *Registry) PlaybookOperations(name string) ([]string, bool) {
-	ops, ok := r.playbooks[name]
+	ops, ok := r.playbookSet()[name]
 	return slices.Clone(ops), ok
 }
 

@@ -90,6 +90,7 @@ func TestHashKeepsToolsetsUnresolved(t *testing.T) {
 	ops := append(reg1Ops(reg1, "github."), "github.pr.merge")
 	must(t, reg2.AddExtension("github", ops, []extension.Toolset{author, reviewer}))
 	must(t, reg2.AddExtension("introspection", []string{"introspection.scopes"}, nil))
+	must(t, reg2.AddPlaybook("triage", []string{"emit", "github.issue.view", "github.issue.comment"}))
 
 	s1, r1 := Validate([]byte(baseConfig), reg1)
 	s2, r2 := Validate([]byte(baseConfig), reg2)

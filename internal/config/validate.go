@@ -35,6 +35,7 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		reads:      map[string][]string{},
 		readsClean: map[string]bool{},
 		bindings:   map[[2]string]*EffectiveBinding{},
+		playbooks:  reg.playbookSet(),
 	}
 	v.run()
 	if len(is.list) > 0 {
@@ -70,6 +71,8 @@ type validator struct {
 	// inside its parent's), so its children's can be checked against them.
 	readsClean map[string]bool
 	bindings   map[[2]string]*EffectiveBinding
+	// playbooks are the registry's playbooks as validation began.
+	playbooks map[string][]string
 }
 
 func (v *validator) add(path []step, code Code, remedy string) { v.is.add(path, code, remedy) }
@@ -279,16 +282,20 @@ func (v *validator) checkBindings(sc *docScope) {
 			continue
 		}
 		base := scopePath(sc.id, keyStep("bindings"), keyStep(bid))
-		eb := &EffectiveBinding{ID: bid, Executor: b.executor, Playbook: b.playbook,
+		eb := &EffectiveBinding{ID: bid, Executor: b.executor,
 			Secrets: map[string]string{}, Grants: map[string][]string{}}
+		var namer extension.PlaybookNamer
+		configOK := false
 		if b.executor != "" {
 			info, ok := v.reg.executors[b.executor]
 			if !ok {
 				v.add(append(base, keyStep("executor")), CodeUnknownReference, "this release registers no executor of this name: name a registered executor such as shell")
 			} else {
-				v.checkExecutor(info, b, base)
+				configOK = v.checkExecutor(info, b, base)
+				namer = info.namer
 			}
 		}
+		eb.Playbook, eb.PlaybookOperations = v.bindingPlaybook(b, namer, configOK, base)
 		ops, _ := v.narrow(b.ops, ceiling, append(base, keyStep("operations")))
 		eb.Operations = orEmpty(ops.ops)
 		for _, gid := range sortedKeys(b.grants) {
@@ -303,43 +310,35 @@ func (v *validator) checkBindings(sc *docScope) {
 			}
 			eb.Secrets[sel.env] = sel.secret
 		}
-		if ops, ok := v.reg.playbooks[b.playbook]; ok && b.playbook != "" {
-			eb.PlaybookOperations = slices.Clone(ops)
-		}
 		v.bindings[[2]string{sc.id, bid}] = eb
 	}
 }
 
-func (v *validator) checkExecutor(e registeredExecutor, b *docBinding, base []step) {
+// checkExecutor checks a binding against its executor and reports
+// whether its config passed the executor's own check.
+func (v *validator) checkExecutor(e registeredExecutor, b *docBinding, base []step) bool {
 	for _, it := range b.requires {
 		if !e.info.Has(executor.Capability(it.s)) {
 			v.add(append(slices.Clone(base), keyStep("requires"), idxStep(it.idx)), CodeInvalidCapability,
 				"the binding's executor does not have this capability: choose an executor that has it, or remove it from requires")
 		}
 	}
-	if e.check == nil {
-		return
+	raw, ok := bindingConfig(b)
+	if !ok {
+		return false
 	}
-	raw := json.RawMessage("{}")
-	if b.config != nil {
-		if hasBad(b.config) {
-			return // already reported inside
-		}
-		c, err := b.config.canonical(nil)
-		if err != nil {
-			return
-		}
-		raw = c
+	if e.check == nil {
+		return true
 	}
 	err := e.check(raw)
 	if err == nil {
-		return
+		return true
 	}
 	configPath := append(slices.Clone(base), keyStep("config"))
 	var ce *ExecutorConfigError
 	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
 		v.add(configPath, CodeInvalidValue, "the executor refused this config: check it against the executor's documented fields")
-		return
+		return false
 	}
 	for _, p := range ce.Problems {
 		code, remedy := p.Code, p.Remedy
@@ -351,6 +350,59 @@ func (v *validator) checkExecutor(e registeredExecutor, b *docBinding, base []st
 		}
 		v.add(append(slices.Clone(configPath), pointerSteps(p.Pointer, b.config)...), code, remedy)
 	}
+	return false
+}
+
+// bindingConfig is a binding's executor config as the executor is given
+// it ({} when it has none), unless it is broken (reported already).
+func bindingConfig(b *docBinding) (json.RawMessage, bool) {
+	if b.config == nil {
+		return json.RawMessage("{}"), true
+	}
+	if hasBad(b.config) {
+		return nil, false
+	}
+	c, err := b.config.canonical(nil)
+	if err != nil {
+		return nil, false
+	}
+	return c, true
+}
+
+// bindingPlaybook is the playbook a binding's turns start on and the
+// operations it declares: the one its executor names from its config
+// (asked once, and only when the config passed the executor's check),
+// else the binding's playbook member. A member naming another playbook
+// than the executor does is invalid_value; a playbook the registry does
+// not hold is unknown_reference.
+func (v *validator) bindingPlaybook(b *docBinding, namer extension.PlaybookNamer, configOK bool, base []step) (string, []string) {
+	name, path := b.playbook, append(slices.Clone(base), keyStep("playbook"))
+	if namer != nil && configOK {
+		if named := namer.PlaybookName(mustConfig(b)); named != "" {
+			if b.playbook != "" && b.playbook != named {
+				v.add(path, CodeInvalidValue, "the binding's executor config starts its turns on another playbook: remove this member, or name the playbook the config names")
+				return "", nil
+			}
+			name, path = named, append(slices.Clone(base), keyStep("config"))
+			if b.playbook != "" {
+				path = append(slices.Clone(base), keyStep("playbook"))
+			}
+		}
+	}
+	if name == "" {
+		return "", nil
+	}
+	ops, ok := v.playbooks[name]
+	if !ok {
+		v.add(path, CodeUnknownReference, "no playbook has this name: name one an extension ships or the operator added as playbooks/<name>.md beside the configuration file")
+		return "", nil
+	}
+	return name, slices.Clone(ops)
+}
+
+func mustConfig(b *docBinding) json.RawMessage {
+	raw, _ := bindingConfig(b)
+	return raw
 }
 
 // knownCodes are the codes an executor's problems may carry as they are.

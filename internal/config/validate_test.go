@@ -176,6 +176,7 @@ func ruleCases() []ruleCase {
 		{"requires not an array", setTo(agent+"/requires", "toolbelt"), one(agent+"/requires", CodeWrongType)},
 		{"playbook malformed", setTo(agent+"/playbook", "Triage!"), one(agent+"/playbook", CodeInvalidValue)},
 		{"playbook a number", setTo(agent+"/playbook", 1), one(agent+"/playbook", CodeWrongType)},
+		{"playbook unknown", setTo(agent+"/playbook", "unlisted"), one(agent+"/playbook", CodeUnknownReference)},
 		// routes
 		{"routes not an array", setTo("/scopes/ops/routes", raw(`{}`)), one("/scopes/ops/routes", CodeWrongType)},
 		{"route not an object", setTo(route+"/0", "manual"), one(route+"/0", CodeWrongType)},

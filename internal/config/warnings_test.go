@@ -68,10 +68,6 @@ func TestGrantWarnings(t *testing.T) {
 			set(t, d, agent+"/operations", raw(`["emit", "@github.author"]`))
 			set(t, d, agent+"/grants", raw(`{}`))
 		}, []warned{{agent + "/playbook", WarnPlaybookNotGranted}}},
-		{"unknown playbook", func(t *testing.T, d jdoc) {
-			set(t, d, agent+"/playbook", "unlisted")
-			set(t, d, agent+"/operations", raw(`["emit"]`))
-		}, nil},
 		{"disabled scope", func(t *testing.T, d jdoc) {
 			set(t, d, "/scopes/ops/enabled", false)
 			set(t, d, agent+"/operations", raw(author10))

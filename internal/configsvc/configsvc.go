@@ -66,6 +66,11 @@ type Options struct {
 	// Logger receives adoptions and disk drift; never a configured value
 	// (required).
 	Logger *slog.Logger
+	// Refresh, when set, runs before every validation (Validate, and so
+	// Restore, Apply and the first load of a pinned generation), so that
+	// what the registry learns from the state directory (the daemon's:
+	// the operator's playbooks) is current when a document is judged.
+	Refresh func()
 }
 
 // Service owns the configuration's generations: it restores the
@@ -157,8 +162,12 @@ func (s *Service) OnApply(fn func(*config.Snapshot)) {
 	s.hooks = append(s.hooks, fn)
 }
 
-// Validate checks data against the service's registry, without any effect.
+// Validate checks data against the service's registry (after Refresh), without
+// any other effect.
 func (s *Service) Validate(data []byte) (*config.Snapshot, config.Result) {
+	if s.opts.Refresh != nil {
+		s.opts.Refresh()
+	}
 	return config.Validate(data, s.reg)
 }
 

@@ -303,14 +303,21 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 
+	// The operator's playbooks are read again before every validation,
+	// so a config naming one just added applies; every playbook is
+	// written out at start and after every apply.
+	pbs := &playbooks{dir: filepath.Join(d.state, PlaybooksDir), reg: d.opts.Registry, log: d.log.With("component", "playbooks")}
 	svc, err := configsvc.New(configsvc.Options{
 		Store: d.store, StateDir: d.state, Default: bootstrap.DefaultConfig(), Registry: d.opts.Registry,
-		Clock: d.clock, Logger: d.log.With("component", "config"),
+		Clock: d.clock, Logger: d.log.With("component", "config"), Refresh: pbs.read,
 	})
 	if err != nil {
 		return err
 	}
 	if err := svc.Restore(ctx); err != nil {
+		return err
+	}
+	if err := pbs.write(); err != nil {
 		return err
 	}
 	d.cfg = svc
@@ -421,6 +428,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		// handed to the parts here, before the apply returns, so the next
 		// decision uses them; a round now lets ready Work run on it.
 		d.setLimits(snap.Limits())
+		if err := pbs.write(); err != nil {
+			d.log.Error("cannot write the playbooks after an apply", "error", err.Error())
+		}
 		d.log.Info("configuration applied", "generation", snap.Generation, "hash", snap.Hash)
 		d.Wake()
 	})

@@ -949,13 +949,5 @@ func (tb *Toolbelt) info(name string) extension.OperationInfo {
 		return b
 	}
 	r, _ := tb.operation(name)
-	schema := r.op.InputSchema
-	if len(schema) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	caps := slices.Clone(r.op.Capabilities)
-	if caps == nil {
-		caps = []string{}
-	}
-	return extension.OperationInfo{Name: name, Summary: r.op.Summary, InputSchema: schema, Guidance: r.op.Guidance, Capabilities: caps}
+	return describe(name, r.op)
 }

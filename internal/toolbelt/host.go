@@ -24,6 +24,11 @@ type Catalog interface {
 	// SetExtensionConfig gives a registered extension the check of its
 	// own configuration (extensions.<name>.config).
 	SetExtensionConfig(name string, check func(config json.RawMessage) error) error
+	// CheckPlaybooks reports whether AddPlaybooks would accept an
+	// extension's playbooks, changing nothing.
+	CheckPlaybooks(playbooks []extension.Playbook) error
+	// AddPlaybooks registers them; a refusal registers none.
+	AddPlaybooks(playbooks []extension.Playbook) error
 }
 
 // Enablement is what a configuration generation says of one registration:
@@ -52,8 +57,8 @@ func everywhere(int64, string) Enablement { return Enablement{Enabled: true} }
 // Host is the extension host: the one place an extension is registered.
 // Register takes a registration's operations and gate (served by every
 // Toolbelt built on the host), its operator actions (served by Actions
-// built on it) and gives the Catalog, when there is one, its operations
-// and toolsets, all at once: every part is checked before any is
+// built on it) and gives the Catalog, when there is one, its operations,
+// toolsets and playbooks, all at once: every part is checked before any is
 // registered, so a refused registration registers nothing anywhere. It
 // implements extension.Registrar and is safe for concurrent use; a
 // Catalog is not, so register with one before configuration is read.
@@ -137,8 +142,9 @@ func (h *Host) configOf(reg string) json.RawMessage {
 // sensitive; every action must be <name>.<suffix>, not the name of one of
 // the registration's operations, with a summary, a handler and an object
 // input schema; every toolset must pass extension.CheckToolset (else
-// ErrInvalid, naming the part and why). A repeated registration name, a
-// builtin's name, an operation or action listed twice or registered
+// ErrInvalid, naming the part and why), as must every playbook
+// extension.CheckPlaybook. A repeated registration name, a builtin's
+// name, an operation, action or playbook listed twice or registered
 // before is ErrConflict, as is whatever the Catalog refuses. A refused
 // registration registers nothing anywhere.
 func (h *Host) Register(reg extension.Registration) error {
@@ -159,13 +165,26 @@ func (h *Host) Register(reg extension.Registration) error {
 			return fmt.Errorf("%w: operation %s is already registered by %s", extension.ErrConflict, op.Name, other.reg)
 		}
 	}
+	for _, pb := range reg.Playbooks {
+		for _, other := range h.regs {
+			if slices.ContainsFunc(other.Playbooks, func(p extension.Playbook) bool { return p.Name == pb.Name }) {
+				return fmt.Errorf("%w: playbook %s is already registered by %s", extension.ErrConflict, pb.Name, other.Name)
+			}
+		}
+	}
 	if h.catalog != nil {
 		if err := h.catalog.CheckExtension(reg.Name, opNames, reg.Toolsets); err != nil {
 			return fmt.Errorf("registration %s: %w", reg.Name, err)
 		}
-		// Checked under the host's lock: the Catalog's own check passed
-		// above, and its AddExtension registers nothing when it refuses.
+		if err := h.catalog.CheckPlaybooks(reg.Playbooks); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		// Checked under the host's lock: the Catalog's own checks passed
+		// above, and neither Add registers anything when it refuses.
 		if err := h.catalog.AddExtension(reg.Name, opNames, reg.Toolsets); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		if err := h.catalog.AddPlaybooks(reg.Playbooks); err != nil {
 			return fmt.Errorf("registration %s: %w", reg.Name, err)
 		}
 		if reg.CheckConfig != nil {
@@ -177,6 +196,7 @@ func (h *Host) Register(reg extension.Registration) error {
 		}
 	}
 	reg.Operations = slices.Clone(reg.Operations)
+	reg.Playbooks = slices.Clone(reg.Playbooks)
 	reg.Actions = slices.Clone(reg.Actions)
 	h.regs[reg.Name] = reg
 	for _, op := range reg.Operations {
@@ -217,6 +237,16 @@ func checkRegistration(reg extension.Registration) error {
 		if err := extension.CheckToolset(reg.Name, ts); err != nil {
 			return fmt.Errorf("registration %s: %w", reg.Name, err)
 		}
+	}
+	playbooks := map[string]bool{}
+	for _, pb := range reg.Playbooks {
+		if err := extension.CheckPlaybook(pb); err != nil {
+			return fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		if playbooks[pb.Name] {
+			return fmt.Errorf("%w: registration %s: playbook %s is listed twice", extension.ErrConflict, reg.Name, pb.Name)
+		}
+		playbooks[pb.Name] = true
 	}
 	for _, act := range reg.Actions {
 		if !extension.OwnsOperation(reg.Name, act.Name) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +50,9 @@ func newConfigCheckCmd(s Streams) *cobra.Command {
 		Use:   "check FILE",
 		Short: "Check a configuration file offline, against what this release registers",
 		Long: `Check a configuration file without a daemon: strict parsing, then every rule
-against the executors, operations and toolsets this release registers.
+against the executors, operations and toolsets this release registers and
+the playbooks it ships, with the operator's own read from the playbooks/
+directory beside FILE.
 It prints one line per problem and exits 0 when the file is valid (warnings
 allowed), 1 when it is not, and 2 when the command line is wrong.`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -75,6 +78,10 @@ func runConfigCheck(out io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return failf("%v", err)
 	}
+	// The operator's playbooks are the playbooks/ directory beside the
+	// file, as the daemon reads them beside its own.
+	pbs, _ := config.ReadPlaybooks(filepath.Join(filepath.Dir(path), config.PlaybooksDir))
+	reg.SetOperatorPlaybooks(pbs)
 	snap, res := config.Validate(data, reg)
 	if asJSON {
 		o := checkOutput{Valid: res.Valid(), Diagnostics: res.Diagnostics, Warnings: res.Warnings}

@@ -203,3 +203,22 @@ func TestConfigSubcommandsJoinConfig(t *testing.T) {
 		t.Fatalf("check lost: exit %d", code)
 	}
 }
+
+// config check knows the operator's playbooks beside the file.
+func TestConfigCheckReadsPlaybooksBesideTheFile(t *testing.T) {
+	path := cfgFile(t, strings.Replace(cfgValid, `"requires": ["toolbelt"]`, `"requires": ["toolbelt"], "playbook": "mine"`, 1))
+	code, out, _ := cfgRun(t, "config", "check", path)
+	if code != ExitFailed || !strings.Contains(out, "/scopes/ops/bindings/agent/playbook: unknown_reference") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	dir := filepath.Join(filepath.Dir(path), "playbooks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine.md"), []byte("---\noperations: [emit]\n---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := cfgRun(t, "config", "check", path); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}

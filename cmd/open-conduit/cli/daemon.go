@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
@@ -46,7 +47,7 @@ the next daemon adopts them. Logs go to standard error, as text or, with
 					return failf("%v", err)
 				}
 			}
-			err := runDaemon(cmd.Context(), daemon.Options{StateDir: state, LogFormat: logFormat, Stderr: s.Err})
+			err := runDaemon(cmd.Context(), daemon.Options{StateDir: state, LogFormat: logFormat, Stderr: s.Err, Extensions: bootstrap.Extensions()})
 			if err != nil {
 				return failf("%v", err)
 			}
