@@ -43,7 +43,19 @@ type ApplyRequest struct {
 	Hash string `json:"hash,omitempty"`
 }
 
-// Applied is the body of a successful apply.
+// SetRequest is the body of POST /v1/config/set: one member of the active
+// configuration changed and applied as apply does.
+type SetRequest struct {
+	// Pointer is an RFC 6901 pointer into the configuration document, as
+	// diagnostics and warnings name members.
+	Pointer string `json:"pointer"`
+	// Value is the member's new value.
+	Value json.RawMessage `json:"value"`
+	// ExpectedGeneration must be the active generation (GET /v1/config).
+	ExpectedGeneration int64 `json:"expected_generation"`
+}
+
+// Applied is the body of a successful apply (and of a set).
 type Applied struct {
 	Generation         int64     `json:"generation"`
 	Hash               string    `json:"hash"`

@@ -46,7 +46,7 @@ func init() {
 		api.Work{}, api.CreateWorkRequest{}, api.CreatedWork{}, api.ControlRequest{}, api.Controlled{}, api.WakeRequest{}, api.Woken{},
 		api.Event{}, api.EmitRequest{}, api.Emitted{},
 		api.Execution{}, api.Wait{}, api.Artifact{},
-		api.Config{}, api.ValidateRequest{}, api.Validation{}, api.ApplyRequest{}, api.Applied{},
+		api.Config{}, api.ValidateRequest{}, api.Validation{}, api.ApplyRequest{}, api.SetRequest{}, api.Applied{},
 		api.ToolbeltCall{}, api.ActRequest{}, api.Acted{},
 		api.CallRequest{}, api.CallResponse{}, api.Guidance{}, api.Serving{},
 		api.EmitInput{}, api.EmitResult{}, api.CreateWorkInput{}, api.CreateWorkResult{},
@@ -298,6 +298,7 @@ var routeRequests = map[string]any{
 	"POST /v1/executions/{id}/cancel":  api.ControlRequest{},
 	"POST /v1/config/validate":         api.ValidateRequest{},
 	"POST /v1/config/apply":            api.ApplyRequest{},
+	"POST /v1/config/set":              api.SetRequest{},
 	"POST /v1/actions/{name}":          api.ActRequest{},
 }
 

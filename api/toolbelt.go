@@ -234,7 +234,11 @@ type ToolbeltCall struct {
 	// Result is one of the Call… results or a handler's own code.
 	Result string `json:"result"`
 	// Gate names the gate that parked or refused the call.
-	Gate     string    `json:"gate,omitempty"`
+	Gate string `json:"gate,omitempty"`
+	// Refusal classifies a refused call: config_drift when its operation
+	// is one the binding's playbook declares in the generation the
+	// execution is pinned to.
+	Refusal  string    `json:"refusal,omitempty"`
 	Replayed bool      `json:"replayed,omitempty"`
 	At       time.Time `json:"at"`
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -529,6 +530,22 @@ func (c *Client) ApplyConfig(ctx context.Context, doc []byte, expectedGeneration
 	body := api.ApplyRequest{Config: []byte(v), ExpectedGeneration: expectedGeneration, Hash: hash}
 	var out Applied
 	m, err := post(ctx, c, "/v1/config/apply", body, opts, true, &out)
+	out.Mutation = m
+	return &out, err
+}
+
+// SetConfig changes the member at an RFC 6901 pointer of the active
+// configuration to value (one JSON value) and publishes the result as the
+// next generation, as ApplyConfig does. expectedGeneration must be the
+// active generation (else stale_generation).
+func (c *Client) SetConfig(ctx context.Context, pointer string, value []byte, expectedGeneration int64, opts *RequestOptions) (*Applied, error) {
+	v := jsontext.Value(bytes.TrimSpace(value))
+	if !v.IsValid() {
+		return nil, errors.New("the value must be one JSON value")
+	}
+	body := api.SetRequest{Pointer: pointer, Value: []byte(v), ExpectedGeneration: expectedGeneration}
+	var out Applied
+	m, err := post(ctx, c, "/v1/config/set", body, opts, true, &out)
 	out.Mutation = m
 	return &out, err
 }

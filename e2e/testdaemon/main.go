@@ -4,7 +4,11 @@
 // asked. The end-to-end suite builds it beside the real binaries so that
 // real git, configured with `os git-credential` as its credential helper,
 // has an operation to get a credential from, and an operator has an action
-// to run with `open-conduit act`. Everything else
+// to run with `open-conduit act`. The extension also publishes a toolset,
+// e2ecred.agent (emit and read_context since 1.0.0, e2ecred.credential
+// since 1.1.0), and the daemon's registry knows one playbook,
+// e2e-release (emit, read_context and e2ecred.credential), so that the
+// grant warnings and config_drift have something to be about. Everything else
 // (storage, scheduler, shell executor, sockets, the os binary the shell
 // job calls) is the production code, unchanged.
 //
@@ -30,6 +34,7 @@ import (
 	"syscall"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
@@ -46,9 +51,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testdaemon: --state and --executable are required")
 		os.Exit(2)
 	}
+	reg := bootstrap.ReleaseRegistry()
+	if err := reg.AddPlaybook(PlaybookName, PlaybookOperations); err != nil {
+		fmt.Fprintln(os.Stderr, "testdaemon:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	opts := daemon.Options{
-		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe,
+		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe, Registry: reg,
 		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv))},
 	}
 	if v := os.Getenv("E2E_KEYRING"); v != "" {
@@ -61,6 +71,18 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// The playbook the test daemon's registry knows, and the operations it
+// declares.
+const PlaybookName = "e2e-release"
+
+var PlaybookOperations = []string{"emit", "read_context", "e2ecred.credential"}
+
+// agentToolset is the toolset e2ecred publishes: two builtins from the
+// start and its own operation from a later version.
+var agentToolset = extension.Toolset{Name: "e2ecred.agent", Operations: []extension.ToolsetOperation{
+	{Name: "emit", Since: "1.0.0"}, {Name: "read_context", Since: "1.0.0"}, {Name: "e2ecred.credential", Since: "1.1.0"},
+}}
 
 // credentialInput is what os git-credential sends (docs/toolbelt.md).
 type credentialInput struct {
@@ -75,7 +97,7 @@ type credentialInput struct {
 // the test can tell that the host handed the handler the caller's
 // authority.
 func credentialExtension(password string) extension.Registration {
-	return extension.Registration{Name: "e2ecred", Actions: []extension.Action{whoamiAction}, Operations: []extension.Operation{{
+	return extension.Registration{Name: "e2ecred", Actions: []extension.Action{whoamiAction}, Toolsets: []extension.Toolset{agentToolset}, Operations: []extension.Operation{{
 		Name:         "e2ecred.credential",
 		Summary:      "Give git a credential for the test server.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"protocol":{"type":"string"},"host":{"type":"string"},"path":{"type":"string"},"username":{"type":"string"}},"required":["protocol","host"]}`),

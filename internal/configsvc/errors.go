@@ -22,6 +22,9 @@ var (
 	// ErrInvalidConfig: the configuration does not validate; the refusal
 	// carries its diagnostics.
 	ErrInvalidConfig = errors.New("invalid config")
+	// ErrBadPointer: a set named a member that cannot be set (its parent
+	// does not exist, the pointer or the value is malformed).
+	ErrBadPointer = errors.New("bad pointer")
 )
 
 // Refusal is the service's refusal of a configuration. Its Message says

@@ -118,7 +118,7 @@ func bindingAuthority(cfg configSource) func(generation int64, scope, binding st
 		if !ok {
 			return toolbelt.BindingAuthority{}, false
 		}
-		return toolbelt.BindingAuthority{Operations: b.Operations, Grants: b.Grants}, true
+		return toolbelt.BindingAuthority{Operations: b.Operations, Grants: b.Grants, Playbook: b.PlaybookOperations}, true
 	}
 }
 

@@ -99,7 +99,7 @@ var rules = map[string][]string{
 		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
 	"cmd/os/oscli":   {"extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
-	"e2e/testdaemon": {"extension", "internal/daemon"},
+	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
 
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},

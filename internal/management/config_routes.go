@@ -13,7 +13,7 @@ import (
 )
 
 // The configuration routes: get (the active generation, redacted),
-// validate and apply.
+// validate, apply and set (one member).
 
 func (rs *Resources) getConfig(r *http.Request) (any, error) {
 	if err := httpapi.NoQuery(r); err != nil {
@@ -96,6 +96,36 @@ func (rs *Resources) applyConfig(r *http.Request) (any, error) {
 	return appliedOut(res), nil
 }
 
+// SetBody is the body of POST /v1/config/set.
+type SetBody struct {
+	// Pointer is an RFC 6901 pointer into the configuration document.
+	Pointer string `json:"pointer"`
+	// Value is the member's new value.
+	Value jsontext.Value `json:"value"`
+	// ExpectedGeneration must be the active generation (GET /v1/config).
+	ExpectedGeneration int64 `json:"expected_generation"`
+}
+
+func (rs *Resources) setConfig(r *http.Request) (any, error) {
+	var body SetBody
+	if err := httpapi.DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	if body.ExpectedGeneration < 1 {
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "expected_generation is required: the active generation, as GET /v1/config returns it")
+	}
+	if body.Value == nil {
+		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "value is required: the member's new value, as JSON")
+	}
+	_, p := actorContext(r)
+	_, retry := IdempotencyKey(r.Context())
+	res, err := rs.config.Set(r.Context(), configsvc.SetRequest{Pointer: body.Pointer, Value: body.Value, ExpectedGeneration: body.ExpectedGeneration, Actor: p.Actor(), Retry: retry})
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return appliedOut(res), nil
+}
+
 // configCodes are the codes of the configuration service's refusals.
 var configCodes = []struct {
 	kind error
@@ -105,6 +135,7 @@ var configCodes = []struct {
 	{configsvc.ErrScopeInUse, httpapi.CodeScopeInUse},
 	{configsvc.ErrHashMismatch, httpapi.CodeConflict},
 	{configsvc.ErrInvalidConfig, httpapi.CodeInvalidConfig},
+	{configsvc.ErrBadPointer, httpapi.CodeInvalidRequest},
 }
 
 // configErr gives a refusal of the configuration service its code, keeping

@@ -92,7 +92,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 
 // Routes is the resources' part of the route table, for Options.Routes.
 // Reads need view; route trace and config validate need view and take no
-// Idempotency-Key; config apply needs admin; every other control needs
+// Idempotency-Key; config apply and set need admin; every other control needs
 // operate and an Idempotency-Key.
 func (rs *Resources) Routes() []Route {
 	return []Route{
@@ -127,6 +127,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/config", Role: RoleView, Handler: rs.getConfig},
 		{Method: "POST", Pattern: "/v1/config/validate", Role: RoleView, Handler: rs.validateConfig},
 		{Method: "POST", Pattern: "/v1/config/apply", Role: RoleAdmin, Idempotent: true, Handler: rs.applyConfig},
+		{Method: "POST", Pattern: "/v1/config/set", Role: RoleAdmin, Idempotent: true, Handler: rs.setConfig},
 
 		{Method: "GET", Pattern: "/v1/toolbelt/calls", Role: RoleView, Handler: rs.listToolbeltCalls},
 	}

@@ -102,6 +102,9 @@ func specRole(rt management.Route) management.Role {
 		return management.RoleView
 	case rt.Pattern == "/v1/config/apply", rt.Pattern == "/v1/auth/operators":
 		return management.RoleAdmin
+	case rt.Pattern == "/v1/config/set":
+		// config set applies as config apply does (issue 11).
+		return management.RoleAdmin
 	}
 	return management.RoleOperate
 }

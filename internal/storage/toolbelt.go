@@ -92,10 +92,18 @@ type ToolbeltCall struct {
 	// request_conflict, invalid, gate_refused, parked, a handler's code…
 	Result string
 	// Gate names the gate that parked or refused the call.
-	Gate     string
+	Gate string
+	// Refusal is toolbelt.refusal, the classification of a refused call:
+	// RefusalConfigDrift or "".
+	Refusal  string
 	Replayed bool
 	At       time.Time
 }
+
+// RefusalConfigDrift is toolbelt.refusal of a call refused although the
+// binding's playbook declares its operation in the generation the
+// execution is pinned to: the configuration changed under the playbook.
+const RefusalConfigDrift = "config_drift"
 
 // ListToolbeltCallsParams filters call records, ordered by (at, id).
 type ListToolbeltCallsParams struct {

@@ -279,14 +279,15 @@ func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRe
 	if err := checkAssertions(t, req.Assertions); err != nil {
 		return res, err
 	}
+	defer func() { tb.classifyRefusal(c, t, req.Operation, err) }()
 	if !tb.declaredFor(t.Generation, t.Scope, req.Operation) {
-		return res, forbid("operation %q is not declared on this toolbelt for scope %s in generation %d", clip(req.Operation), t.Scope, t.Generation)
+		return res, notGranted{forbid("operation %q is not declared on this toolbelt for scope %s in generation %d", clip(req.Operation), t.Scope, t.Generation)}
 	}
 	if !slices.Contains(t.Operations, req.Operation) {
-		return res, forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)
+		return res, notGranted{forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)}
 	}
 	if !tb.opts.Authorize(t.Scope, req.Operation) {
-		return res, forbid("the current ceiling of scope %s does not allow %s", t.Scope, req.Operation)
+		return res, notGranted{forbid("the current ceiling of scope %s does not allow %s", t.Scope, req.Operation)}
 	}
 	if err := checkRequestID(req.RequestID); err != nil {
 		return res, err
@@ -306,6 +307,28 @@ func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRe
 	r, _ := tb.operation(req.Operation)
 	res.Result, res.Replayed, err = tb.runExtension(ctx, c, call, r)
 	return res, err
+}
+
+// notGranted marks a refusal of the grant links of the chain: the
+// operation is not declared, not in the token's allowlist, or outside the
+// scope's ceiling (now or as of the latest generation). It unwraps to the
+// refusal itself.
+type notGranted struct{ error }
+
+func (e notGranted) Unwrap() error { return e.error }
+
+// classifyRefusal sets toolbelt.refusal of a call the grant links refused
+// (notGranted): config_drift when the binding's playbook declares the
+// operation in the generation the token's execution is pinned to, so the
+// configuration changed under the playbook since.
+func (tb *Toolbelt) classifyRefusal(c *callLog, t storage.Token, op string, err error) {
+	var ng notGranted
+	if err == nil || !errors.As(err, &ng) {
+		return
+	}
+	if ba, ok := tb.opts.Bindings(t.Generation, t.Scope, t.Binding); ok && slices.Contains(ba.Playbook, op) {
+		c.rec.Refusal = storage.RefusalConfigDrift
+	}
 }
 
 func clip(s string) string {

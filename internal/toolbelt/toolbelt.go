@@ -64,6 +64,10 @@ const MaxRequestID = 200
 type BindingAuthority struct {
 	Operations []string
 	Grants     map[string][]string
+	// Playbook lists the operations the binding's playbook declares it
+	// uses in that generation (none without a playbook): a refusal of one
+	// of them is recorded as config_drift.
+	Playbook []string
 }
 
 // Options configure a Toolbelt. The daemon adapts its configuration
@@ -510,7 +514,7 @@ func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storag
 		return err
 	}
 	if !ok {
-		return forbid("the ceiling of scope %s as of generation %d does not allow %s", t.Scope, gen, op)
+		return notGranted{forbid("the ceiling of scope %s as of generation %d does not allow %s", t.Scope, gen, op)}
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func Artifact(a storage.Artifact) api.Artifact {
 func ToolbeltCall(c storage.ToolbeltCall) api.ToolbeltCall {
 	return api.ToolbeltCall{
 		ID: c.ID, Kind: c.Kind, Operation: c.Operation, Execution: c.Execution, Epoch: c.Epoch, TokenID: c.Token,
-		Result: c.Result, Gate: c.Gate, Replayed: c.Replayed, At: c.At,
+		Result: c.Result, Gate: c.Gate, Refusal: c.Refusal, Replayed: c.Replayed, At: c.At,
 	}
 }
 

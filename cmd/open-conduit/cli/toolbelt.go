@@ -27,17 +27,22 @@ func newToolbeltCallsCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "calls [--execution E] [--kind toolbelt.called|toolbelt.rejected] [--result R]",
 		Short: "List the toolbelt's call records: each call and refusal, with its result",
-		Args:  noArgs,
+		Long: `List the toolbelt's call records, oldest first: each call and refusal with its
+operation, execution, epoch, result, the gate that parked or refused it, and
+the refusal's classification: config_drift when the refused operation is one
+the binding's playbook declares in the generation the execution is pinned to
+(the configuration changed under the playbook since).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.ToolbeltCall], error) {
 				f.Page = lf.page()
 				return c.ToolbeltCalls(ctx, f)
-			}, []string{"AT", "KIND", "OPERATION", "EXECUTION", "EPOCH", "RESULT", "GATE"}, func(call client.ToolbeltCall) []string {
+			}, []string{"AT", "KIND", "OPERATION", "EXECUTION", "EPOCH", "RESULT", "GATE", "REFUSAL"}, func(call client.ToolbeltCall) []string {
 				result := call.Result
 				if call.Replayed {
 					result += " (replayed)"
 				}
-				return []string{when(call.At), call.Kind, or(call.Operation, "-"), or(call.Execution, "-"), itoa(call.Epoch), result, or(call.Gate, "-")}
+				return []string{when(call.At), call.Kind, or(call.Operation, "-"), or(call.Execution, "-"), itoa(call.Epoch), result, or(call.Gate, "-"), or(call.Refusal, "-")}
 			})
 		},
 	}

@@ -71,12 +71,12 @@ func (q queries) GetReplay(ctx context.Context, executionID, requestID string) (
 	return p, one(err, "request record", requestID)
 }
 
-const callCols = `id, kind, operation, execution, epoch, token_id, result, gate, replayed, created_at`
+const callCols = `id, kind, operation, execution, epoch, token_id, result, gate, refusal, replayed, created_at`
 
 func scanCall(r scanner) (storage.ToolbeltCall, error) {
 	var c storage.ToolbeltCall
 	var at int64
-	if err := r.Scan(&c.ID, &c.Kind, &c.Operation, &c.Execution, &c.Epoch, &c.Token, &c.Result, &c.Gate, &c.Replayed, &at); err != nil {
+	if err := r.Scan(&c.ID, &c.Kind, &c.Operation, &c.Execution, &c.Epoch, &c.Token, &c.Result, &c.Gate, &c.Refusal, &c.Replayed, &at); err != nil {
 		return c, err
 	}
 	c.At = fromTS(at)
@@ -192,8 +192,8 @@ func (t *tx) InsertToolbeltCall(ctx context.Context, c *storage.ToolbeltCall) er
 	if c.Kind != storage.ToolbeltCalled && c.Kind != storage.ToolbeltRejected {
 		return fmt.Errorf("sqlite: call record kind %q is not known", c.Kind)
 	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO toolbelt_calls (`+callCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Kind, c.Operation, c.Execution, c.Epoch, c.Token, c.Result, c.Gate, c.Replayed, ts(c.At))
+	_, err := t.q.ExecContext(ctx, `INSERT INTO toolbelt_calls (`+callCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Kind, c.Operation, c.Execution, c.Epoch, c.Token, c.Result, c.Gate, c.Refusal, c.Replayed, ts(c.At))
 	return writeErr(err, "insert call record")
 }
 

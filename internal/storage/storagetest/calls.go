@@ -60,7 +60,13 @@ func callRoundTrip(ctx context.Context, s storage.Store) error {
 	byKind, err2 := callIDs(ctx, s, storage.ListToolbeltCallsParams{Kind: storage.ToolbeltRejected})
 	byResult, err3 := callIDs(ctx, s, storage.ListToolbeltCallsParams{Result: "gate_refused"})
 	both, err4 := callIDs(ctx, s, storage.ListToolbeltCallsParams{Execution: "exe_1", Kind: storage.ToolbeltCalled})
-	return first(err1, err2, err3, err4,
+	// A refusal's classification is kept.
+	drift := storage.ToolbeltCall{ID: "tbc_5", Kind: storage.ToolbeltRejected, Operation: "emit", Execution: "exe_2", Epoch: 1, Token: "tok_2",
+		Result: "forbidden", Refusal: storage.RefusalConfigDrift, At: at(5)}
+	err5 := insertCalls(ctx, s, drift)
+	drifted, err6 := s.ListToolbeltCalls(ctx, &storage.ListToolbeltCallsParams{Execution: "exe_2"})
+	return first(err1, err2, err3, err4, err5, err6,
+		want(len(drifted) == 1 && same(drifted[0], drift), "the drift refusal read back = %+v, inserted %+v", drifted, drift),
 		wantSomeErr(unknown, "a call record of an unknown kind"),
 		want(byExe == "[tbc_1 tbc_3]", "calls of exe_1 = %s", byExe),
 		want(byKind == "[tbc_2 tbc_3]", "rejections = %s", byKind),
