@@ -66,16 +66,23 @@ func WriteFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (int6
 // then it returns an error wrapping fs.ErrExist and path is untouched.
 // The file appears whole or not at all, and the first writer wins.
 func WriteNew(path string, data []byte, perm fs.FileMode, opts ...Option) error {
-	tmp, _, err := stage(path, bytes.NewReader(data), perm, settle(path, opts))
+	_, err := WriteNewFrom(path, bytes.NewReader(data), perm, opts...)
+	return err
+}
+
+// WriteNewFrom is WriteNew with what r holds; it returns the number of
+// bytes written.
+func WriteNewFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (int64, error) {
+	tmp, n, err := stage(path, r, perm, settle(path, opts))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = os.Link(tmp, path)
 	_ = os.Remove(tmp)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return syncDir(filepath.Dir(path))
+	return n, syncDir(filepath.Dir(path))
 }
 
 // Symlink replaces path with a symbolic link to target: a process that

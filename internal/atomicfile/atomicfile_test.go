@@ -184,6 +184,26 @@ func TestWriteNewFirstWriterWins(t *testing.T) {
 	}
 }
 
+// WriteNewFrom streams like WriteFrom and wins like WriteNew: the bytes it
+// counts are the file's, and a second writer leaves the first's untouched.
+func TestWriteNewFromFirstWriterWins(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "art_1")
+	n, err := WriteNewFrom(path, strings.NewReader("first bytes"), 0o600)
+	if err != nil || n != int64(len("first bytes")) {
+		t.Fatalf("WriteNewFrom = %d, %v", n, err)
+	}
+	if _, err := WriteNewFrom(path, strings.NewReader("second"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("the second WriteNewFrom = %v, want fs.ErrExist", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "first bytes" {
+		t.Errorf("content %q, want the first writer's", got)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %v, want only the file", names)
+	}
+}
+
 func TestSymlinkReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "os")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -57,13 +58,19 @@ func validArtifactID(id string) bool {
 
 func (a *Artifacts) path(id string) string { return filepath.Join(a.dir, id) }
 
-// Stage copies r into the directory as the bytes of artifact id.
+// Stage copies r into the directory as the bytes of artifact id. An id
+// whose bytes are already there (a committed artifact, or another stage)
+// is ErrDuplicate and its file is left untouched: staging never replaces
+// the bytes of an artifact, so a refused commit cannot take them with it.
 func (a *Artifacts) Stage(id string, r io.Reader) (*Staged, error) {
 	if !validArtifactID(id) {
 		return nil, fmt.Errorf("storage: artifact id %q is not a plain identifier", id)
 	}
 	h := sha256.New()
-	n, err := atomicfile.WriteFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"))
+	n, err := atomicfile.WriteNewFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"))
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: artifact %s already has its bytes; stage it under a new id", ErrDuplicate, id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: stage artifact: %w", err)
 	}

@@ -197,6 +197,20 @@ func TestArtifactsBytes(t *testing.T) {
 	if _, err := arts.Put(ctx, storage.Artifact{ID: "../escape", Execution: "exe_1"}, strings.NewReader("x")); err == nil {
 		t.Fatal("an artifact id with a path was accepted")
 	}
+	// A second Put under a committed id is a duplicate and takes nothing
+	// of the committed artifact with it: its bytes stay readable.
+	if _, err := arts.Put(ctx, storage.Artifact{ID: "art_1", Execution: "exe_1", Work: "wrk_1", Name: "log", MediaType: "text/plain", CreatedAt: storagetest.T0}, strings.NewReader("other")); !errors.Is(err, storage.ErrDuplicate) {
+		t.Fatalf("a second Put of art_1 = %v, want ErrDuplicate", err)
+	}
+	if _, f, err := arts.Open(ctx, "art_1"); err != nil {
+		t.Fatalf("the committed artifact after a refused Put: %v", err)
+	} else {
+		got, _ := io.ReadAll(f)
+		f.Close()
+		if string(got) != body {
+			t.Fatalf("the committed artifact's bytes changed: %d bytes", len(got))
+		}
+	}
 	s.Close()
 
 	// Reopen and read a range.
