@@ -109,6 +109,10 @@ func (t *tx) InsertToken(ctx context.Context, tok *storage.Token) error {
 }
 
 func (t *tx) RevokeTokens(ctx context.Context, p *storage.RevokeTokensParams) (int, error) {
+	if p.At.IsZero() {
+		// A zero time is stored as "not revoked": the tokens would stay live.
+		return 0, fmt.Errorf("sqlite: revoking tokens needs the time of the revocation")
+	}
 	var w where
 	w.add("revoked_at = 0")
 	switch {

@@ -117,3 +117,16 @@ func (s unrevoked) ListExecutionTokens(ctx context.Context, exe string) ([]stora
 	}
 	return toks, err
 }
+
+var revokeWithoutATimeReportsSuccess = txControl("revoke_without_a_time_reports_success", "RevokeTokens without a time reports the tokens revoked and leaves them live",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return zeroTimeRevokeTx{tx} })
+
+type zeroTimeRevokeTx struct{ storage.Tx }
+
+func (t zeroTimeRevokeTx) RevokeTokens(ctx context.Context, p *storage.RevokeTokensParams) (int, error) {
+	if !p.At.IsZero() {
+		return t.Tx.RevokeTokens(ctx, p)
+	}
+	toks, err := t.Tx.ListExecutionTokens(ctx, p.Execution)
+	return len(toks), err
+}

@@ -21,7 +21,45 @@ func tokenCases() []Case {
 		{Name: "token_list_by_execution", Run: plain(tokenListByExecution), Control: tokensListedByID},
 		{Name: "token_sweep", Run: plain(tokenSweep), Control: tokenSweepExclusive},
 		{Name: "token_revocation_survives_reopen", Run: tokenRevocationSurvivesReopen, Control: forgetsRevocationsOnReopen},
+		{Name: "token_revocation_needs_a_time", Run: plain(tokenRevocationNeedsATime), Control: revokeWithoutATimeReportsSuccess},
 	}
+}
+
+// A revocation without its time is refused, and the token stays what it
+// was: a store must never report tokens revoked that it left live.
+func tokenRevocationNeedsATime(ctx context.Context, s storage.Store) error {
+	if err := insertTokens(ctx, s, token("tok_a", "exe_1", 1)); err != nil {
+		return err
+	}
+	var n int
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		n, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: "exe_1"})
+		return err
+	})
+	if err := want(err != nil && n == 0, "RevokeTokens without a time = %d, %v; want it refused", n, err); err != nil {
+		return err
+	}
+	tok, err := s.GetToken(ctx, "tok_a")
+	if err != nil {
+		return err
+	}
+	if err := want(!tok.Revoked(), "a refused revocation left the token revoked at %v", tok.RevokedAt); err != nil {
+		return err
+	}
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		n, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: "exe_1", At: at(5)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tok, err = s.GetToken(ctx, "tok_a")
+	if err != nil {
+		return err
+	}
+	return want(n == 1 && tok.Revoked() && tok.RevokedAt.Equal(at(5)), "RevokeTokens at a time = %d, token %+v", n, tok)
 }
 
 // digest is the SHA-256 of a token's text, as the toolbelt stores it.
