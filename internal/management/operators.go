@@ -224,7 +224,7 @@ func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec Exe
 	case !errors.Is(err, extension.ErrNotFound):
 		return RevokeResult{}, err
 	}
-	notFound := httpapi.Wrap(httpapi.CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no credential or execution token has id %s; list operator credentials with: open-conduit auth operators", httpapi.Clip(id)))
+	notFound := httpapi.Wrap(httpapi.CodeNotFound, extension.ErrNotFound, fmt.Sprintf("no credential or execution token has id %s; list operator credentials with: open-conduit auth operators (--all to include revoked ones)", httpapi.Clip(id)))
 	if exec == nil {
 		return RevokeResult{}, notFound
 	}
