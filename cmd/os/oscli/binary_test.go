@@ -181,8 +181,10 @@ func TestRealMCPClient(t *testing.T) {
 	}
 	defer session.Close()
 
-	if got := session.InitializeResult().Instructions; got != tb.guidance {
-		t.Errorf("instructions = %q, want the guidance %q", got, tb.guidance)
+	// The instructions are the overall guidance, then each granted
+	// operation's own under its name (only test.echo has one here).
+	if got, want := session.InitializeResult().Instructions, tb.guidance+"\n\n## test.echo\n\nReturns its input."; got != want {
+		t.Errorf("instructions = %q, want %q", got, want)
 	}
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {
@@ -192,7 +194,7 @@ func TestRealMCPClient(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 		if tool.Name == "test.echo" {
-			if tool.Description != "Echo the input." {
+			if tool.Description != "Echo the input.\n\nReturns its input." {
 				t.Errorf("test.echo's description = %q", tool.Description)
 			}
 			schema, _ := json.Marshal(tool.InputSchema)

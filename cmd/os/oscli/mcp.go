@@ -27,8 +27,10 @@ func newMCPCmd(s Streams) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve this execution's granted operations as MCP tools on stdio",
 		Long: `Run a Model Context Protocol server on standard input and output. Its tools
-are the operations this execution's token grants (name, summary, input
-schema) and its instructions are the toolbelt's guidance. A tool call is a
+are the operations this execution's token grants (name, input schema, and
+a description of the operation's summary and guidance); its instructions
+are the toolbelt's guidance followed by each granted operation's own. A
+tool call is a
 toolbelt call with a fresh request ID, unless the arguments carry one as
 "` + RequestIDArgument + `" (reuse it to retry a call safely); a refusal is a tool error
 with its code and message.`,
@@ -73,12 +75,8 @@ func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	instructions := strings.TrimSpace(g.Guidance)
-	if instructions == "" {
-		instructions = "The tools are the Open Conduit toolbelt operations this execution may call."
-	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "open-conduit-os", Version: version()}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructionsOf(*g),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, op := range g.Operations {
@@ -87,13 +85,38 @@ func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp
 			fmt.Fprintf(warn, "os mcp: skipping %s: %v\n", op.Name, err)
 			continue
 		}
-		desc := op.Summary
-		if desc == "" {
-			desc = strings.TrimSpace(op.Guidance)
-		}
-		srv.AddTool(&mcp.Tool{Name: op.Name, Description: desc, InputSchema: schema}, toolHandler(c, op.Name, reserved))
+		srv.AddTool(&mcp.Tool{Name: op.Name, Description: descriptionOf(op), InputSchema: schema}, toolHandler(c, op.Name, reserved))
 	}
 	return srv, nil
+}
+
+// instructionsOf is the server's instructions: the toolbelt's overall
+// guidance, then each granted operation's own guidance under its name, so
+// an agent reads what its grant allows and how, and nothing else.
+func instructionsOf(g osclient.Guidance) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(g.Guidance))
+	if b.Len() == 0 {
+		b.WriteString("The tools are the Open Conduit toolbelt operations this execution may call.")
+	}
+	for _, op := range g.Operations {
+		if guidance := strings.TrimSpace(op.Guidance); guidance != "" {
+			fmt.Fprintf(&b, "\n\n## %s\n\n%s", op.Name, guidance)
+		}
+	}
+	return b.String()
+}
+
+// descriptionOf is a tool's description: the operation's summary, then its
+// guidance.
+func descriptionOf(op osclient.Operation) string {
+	parts := []string{}
+	for _, p := range []string{strings.TrimSpace(op.Summary), strings.TrimSpace(op.Guidance)} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // toolSchema turns an operation's input schema into a tool's: an object
