@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
@@ -152,4 +153,21 @@ func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsReque
 		env[v] = val
 	}
 	return env, nil
+}
+
+// startGates is the scheduler's port to the registrations' start gates:
+// every registration that carries one, asked in every scope and
+// generation (the scheduler orders them by registration name). nil when
+// none carries one.
+func startGates(regs []extension.Registration) scheduler.StartGates {
+	var gates []scheduler.StartGate
+	for _, r := range regs {
+		if r.StartGate != nil {
+			gates = append(gates, scheduler.StartGate{Registration: r.Name, Gate: r.StartGate})
+		}
+	}
+	if len(gates) == 0 {
+		return nil
+	}
+	return func(string, int64) []scheduler.StartGate { return gates }
 }

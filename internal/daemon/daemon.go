@@ -397,6 +397,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		ToolbeltDir:       binDir,
 		PlaybookDir:       filepath.Join(d.state, PlaybooksDir),
 		Secrets:           secrets.resolve,
+		StartGates:        startGates(d.opts.Extensions),
 		ExecutionsDir:     filepath.Join(d.state, ExecutionsDir),
 		Artifacts:         d.arts,
 		Logger:            d.log.With("component", "scheduler"),
