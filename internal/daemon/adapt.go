@@ -171,3 +171,11 @@ func startGates(regs []extension.Registration) scheduler.StartGates {
 	}
 	return func(string, int64) []scheduler.StartGate { return gates }
 }
+
+// emitAllowed is the toolbelt's configured emit rule: the active
+// snapshot's authorization.emit of the call's scope, read on every
+// emission so that an apply narrows the very next one (the binding does
+// not narrow it further).
+func emitAllowed(cfg configSource) func(scope, binding, eventType string) bool {
+	return func(scope, _, eventType string) bool { return cfg.Active().AllowEmit(scope, eventType) }
+}

@@ -327,6 +327,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeAt:   authorizeAt(d.cfg),
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
+		EmitAllowed:   emitAllowed(d.cfg),
 		Logger:        d.log.With("component", "toolbelt"),
 	})
 	if err != nil {
