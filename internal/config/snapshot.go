@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 )
@@ -45,6 +46,11 @@ type EffectiveScope struct {
 	Operations []string
 	// Reads is the scope's read ceiling.
 	Reads []string
+	// EmitRestricted: the scope (or an ancestor) lists the event families
+	// its executions may emit (authorization.emit), which are Emit,
+	// sorted. Unrestricted, they may emit any family the toolbelt allows.
+	EmitRestricted bool
+	Emit           []string
 	// Bindings and Routes are nil for a removed scope: a tombstone runs
 	// nothing.
 	Bindings map[string]*EffectiveBinding
@@ -123,6 +129,19 @@ func (s *Snapshot) DomainScopes() []DomainScope {
 func (s *Snapshot) AuthorizeOperation(scopeID, op string) bool {
 	sc, ok := s.scopes[scopeID]
 	return ok && sc.Active && slices.Contains(sc.Operations, op)
+}
+
+// AllowEmit reports whether the scope's executions may emit eventType by
+// the configured rule (authorization.emit): the scope is active and, when
+// restricted, the type's family (its first segment) is one it lists. The
+// toolbelt's own rule (no core, no registration's family) applies besides.
+func (s *Snapshot) AllowEmit(scopeID, eventType string) bool {
+	sc, ok := s.scopes[scopeID]
+	if !ok || !sc.Active {
+		return false
+	}
+	family, _, _ := strings.Cut(eventType, ".")
+	return !sc.EmitRestricted || slices.Contains(sc.Emit, family)
 }
 
 // AuthorizeRead reports whether the scope's current ceiling allows read.

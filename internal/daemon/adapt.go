@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
@@ -171,4 +172,29 @@ func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsReque
 		env[v] = val
 	}
 	return env, nil
+}
+
+// startGates is the scheduler's port to the registrations' start gates:
+// every registration that carries one, asked in every scope and
+// generation (the scheduler orders them by registration name). nil when
+// none carries one.
+func startGates(regs []extension.Registration) scheduler.StartGates {
+	var gates []scheduler.StartGate
+	for _, r := range regs {
+		if r.StartGate != nil {
+			gates = append(gates, scheduler.StartGate{Registration: r.Name, Gate: r.StartGate})
+		}
+	}
+	if len(gates) == 0 {
+		return nil
+	}
+	return func(string, int64) []scheduler.StartGate { return gates }
+}
+
+// emitAllowed is the toolbelt's configured emit rule: the active
+// snapshot's authorization.emit of the call's scope, read on every
+// emission so that an apply narrows the very next one (the binding does
+// not narrow it further).
+func emitAllowed(cfg configSource) func(scope, binding, eventType string) bool {
+	return func(scope, _, eventType string) bool { return cfg.Active().AllowEmit(scope, eventType) }
 }

@@ -107,8 +107,11 @@ type Options struct {
 	// AuthorizeRead is the scope's current read ceiling (read_context).
 	// Required.
 	AuthorizeRead func(scope, read string) bool
-	// EmitAllowed, when set, further limits the event types a binding may
-	// emit (see the emit rule in docs/toolbelt.md).
+	// EmitAllowed, when set, further limits the event types an
+	// execution of a binding may emit itself (emit, create_work's input;
+	// not a translated emission): the daemon answers it from the active
+	// configuration's authorization.emit. A type it refuses is the bare
+	// 403 forbidden (see the emit rule in docs/toolbelt.md).
 	EmitAllowed func(scope, binding, eventType string) bool
 	// Lifetime, when positive, bounds a token's life below the attempt
 	// deadline.
