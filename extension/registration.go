@@ -14,7 +14,8 @@ import (
 // configuration generation decides whether the registration is enabled and
 // in which scopes (extensions.<name>): a disabled registration's
 // operations are undeclared, its gate and start gate are not asked and its
-// actions are not served.
+// actions are not served. A generation with no entry for it enables it in
+// every scope, unless it is OptIn.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -41,6 +42,10 @@ type Registration struct {
 	// StartGate, when set, is asked by the scheduler before a Work's
 	// first attempt starts (see StartGate).
 	StartGate StartGate
+	// OptIn: the registration is enabled only where a configuration
+	// entry (extensions.<name>) enables it. Without OptIn, a generation
+	// that has no entry for it enables it in every scope.
+	OptIn bool
 }
 
 // Operation is one operation an extension adds to the toolbelt. Exactly one

@@ -31,6 +31,9 @@ type Snapshot struct {
 	config *Config
 	scopes map[string]*EffectiveScope
 	order  []string
+	// unlisted are the registered extensions a configuration without an
+	// entry for them enables in every scope: all but the opt-in ones.
+	unlisted map[string]bool
 }
 
 // EffectiveScope is a scope's resolved authority.
@@ -209,10 +212,16 @@ func (s *Snapshot) Secret(name string) (SecretRef, bool) {
 func (s *Snapshot) SecretNames() []string { return sortedKeys(s.config.Secrets) }
 
 // ExtensionEnabled reports whether the configuration enables the extension,
-// and for which scopes (nil: every scope).
+// and for which scopes (nil: every scope). An entry says so itself; without
+// one, an extension of the registry the snapshot was validated with is
+// enabled in every scope unless it is opt-in (Registry.SetExtensionOptIn),
+// and an extension the registry does not know is not enabled.
 func (s *Snapshot) ExtensionEnabled(name string) (bool, []string) {
 	e, ok := s.config.Extensions[name]
-	if !ok || !e.Enabled {
+	if !ok {
+		return s.unlisted[name], nil
+	}
+	if !e.Enabled {
 		return false, nil
 	}
 	return true, slices.Clone(e.Scopes)

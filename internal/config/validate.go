@@ -564,6 +564,12 @@ func (v *validator) snapshot() (*Snapshot, error) {
 		Normalized: json.RawMessage(normalized),
 		config:     v.d.config(),
 		scopes:     map[string]*EffectiveScope{},
+		unlisted:   map[string]bool{},
+	}
+	for name := range v.reg.extensions {
+		if !v.reg.optIn[name] {
+			s.unlisted[name] = true
+		}
 	}
 	ids := sortedKeys(v.d.scopes)
 	for _, id := range ids {

@@ -89,21 +89,23 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 }
 
 // extensionsOf is the extension host's view of what a committed
-// generation (0: the active one) says of an extension: its entry's
-// enabled, scopes and config. An extension the generation has no entry
-// for is enabled in every scope with no config; a generation that cannot
-// be read enables nothing (the host fails closed).
+// generation (0: the active one) says of an extension: whether and where
+// it is enabled, exactly as the generation's Snapshot.ExtensionEnabled
+// answers (an extension without an entry is enabled in every scope unless
+// it is opt-in), and its entry's config. A generation that cannot be read
+// enables nothing (the host fails closed).
 func extensionsOf(cfg configSource) toolbelt.Extensions {
 	return func(generation int64, name string) toolbelt.Enablement {
 		snap, err := snapshotAt(context.Background(), cfg, generation)
 		if err != nil {
 			return toolbelt.Enablement{}
 		}
-		e, ok := snap.Extension(name)
-		if !ok {
-			return toolbelt.Enablement{Enabled: true}
+		on, scopes := snap.ExtensionEnabled(name)
+		if !on {
+			return toolbelt.Enablement{}
 		}
-		return toolbelt.Enablement{Enabled: e.Enabled, Scopes: e.Scopes, Config: e.Config}
+		e, _ := snap.Extension(name)
+		return toolbelt.Enablement{Enabled: true, Scopes: scopes, Config: e.Config}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/config"
@@ -100,5 +101,51 @@ func TestEmitAllowedFollowsTheActiveConfiguration(t *testing.T) {
 	src.snap = validate(`, "emit": ["deploy"]`)
 	if !allowed("team", "b", "deploy.done") || allowed("team", "b", "ci.passed") || allowed("elsewhere", "b", "deploy.done") {
 		t.Fatal("the narrowed rule is not the one applied")
+	}
+}
+
+// The configuration and the host's port agree on every extension: an
+// opt-in one is enabled only where an entry enables it, one that is not
+// is enabled everywhere without an entry, and an entry says what it says
+// whichever it is.
+func TestExtensionEnabledAndThePortAgree(t *testing.T) {
+	reg := config.NewRegistry()
+	for _, name := range []string{"optin", "plain"} {
+		if err := reg.AddExtension(name, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.SetExtensionOptIn("optin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.SetExtensionOptIn("nobody"); err == nil {
+		t.Fatal("an unregistered extension was made opt-in")
+	}
+	type want struct{ a, b bool }
+	for _, tt := range []struct {
+		entries      string
+		optin, plain want
+	}{
+		{``, want{false, false}, want{true, true}},
+		{`"optin": {}, "plain": {}`, want{true, true}, want{true, true}},
+		{`"optin": {"scopes": ["a"]}, "plain": {"scopes": ["b"]}`, want{true, false}, want{false, true}},
+		{`"optin": {"enabled": false}, "plain": {"enabled": false}`, want{false, false}, want{false, false}},
+		{`"optin": {"scopes": []}, "plain": {"scopes": []}`, want{false, false}, want{false, false}},
+	} {
+		snap, res := config.Validate([]byte(`{"version": 1, "extensions": {`+tt.entries+`}, "scopes": {"a": {}, "b": {}}}`), reg)
+		if snap == nil {
+			t.Fatalf("{%s}: %v", tt.entries, res.Diagnostics)
+		}
+		exts := extensionsOf(&snapshots{active: snap})
+		for name, w := range map[string]want{"optin": tt.optin, "plain": tt.plain, "unregistered": {}} {
+			on, scopes := snap.ExtensionEnabled(name)
+			e := exts(0, name)
+			for scope, wantOn := range map[string]bool{"a": w.a, "b": w.b} {
+				cfgSays := on && (scopes == nil || slices.Contains(scopes, scope))
+				if cfgSays != wantOn || e.In(scope) != wantOn {
+					t.Errorf("{%s}: %s in %s: the configuration says %v, the port %v, want %v", tt.entries, name, scope, cfgSays, e.In(scope), wantOn)
+				}
+			}
+		}
 	}
 }

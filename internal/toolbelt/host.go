@@ -24,6 +24,9 @@ type Catalog interface {
 	// SetExtensionConfig gives a registered extension the check of its
 	// own configuration (extensions.<name>.config).
 	SetExtensionConfig(name string, check func(config json.RawMessage) error) error
+	// SetExtensionOptIn makes a registered extension opt-in: enabled only
+	// where a configuration entry enables it.
+	SetExtensionOptIn(name string) error
 	// CheckPlaybooks reports whether AddPlaybooks would accept an
 	// extension's playbooks, changing nothing.
 	CheckPlaybooks(playbooks []extension.Playbook) error
@@ -191,6 +194,12 @@ func (h *Host) Register(reg extension.Registration) error {
 			// Cannot fail: the extension was just added and the check is
 			// set.
 			if err := h.catalog.SetExtensionConfig(reg.Name, reg.CheckConfig); err != nil {
+				return fmt.Errorf("registration %s: %w", reg.Name, err)
+			}
+		}
+		if reg.OptIn {
+			// Cannot fail either: the extension was just added.
+			if err := h.catalog.SetExtensionOptIn(reg.Name); err != nil {
 				return fmt.Errorf("registration %s: %w", reg.Name, err)
 			}
 		}
