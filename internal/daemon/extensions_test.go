@@ -101,15 +101,14 @@ func TestReleaseRegistersIntrospection(t *testing.T) {
 	if owner, ok := r.d.opts.Registry.OperationOwner("introspection.work"); !ok || owner != "introspection" {
 		t.Fatalf("the registry names %q (%v) as introspection.work's owner", owner, ok)
 	}
-	ctx := context.Background()
+	exts := extensionsOf(r.d.cfg)
 	for scope, want := range map[string]bool{"t": true, "u": false} {
-		on, err := enabledAt(ctx, r.d.cfg, 0, "introspection", scope)
-		if err != nil || on != want {
-			t.Errorf("enabled for scope %s: %v (%v), want %v", scope, on, err, want)
+		if on := exts(0, "introspection").In(scope); on != want {
+			t.Errorf("enabled for scope %s: %v, want %v", scope, on, want)
 		}
 	}
-	if on, err := enabledAt(ctx, r.d.cfg, 0, "other", "t"); err != nil || on {
-		t.Errorf("an extension without an entry is enabled: %v (%v)", on, err)
+	if on := exts(0, "other").In("t"); on {
+		t.Errorf("an extension the release does not register is enabled: %v", on)
 	}
 	// The toolbelt holds it: registering it again is a conflict.
 	if err := r.d.tb.Register(introspection.Registration(nil)); !errors.Is(err, extension.ErrConflict) {
@@ -126,9 +125,10 @@ func (s snapshotSource) Snapshot(context.Context, int64) (*config.Snapshot, erro
 }
 func (s snapshotSource) OnApply(func(*config.Snapshot)) {}
 
-// An extension entry enables it for the scopes it lists, every scope when
-// it lists none, no scope for [] or enabled false or no entry.
-func TestEnabledAtFollowsTheEntry(t *testing.T) {
+// An introspection entry enables it for the scopes it lists, every scope
+// when it lists none, no scope for [] or enabled false or no entry (it is
+// opt-in).
+func TestIntrospectionFollowsTheEntry(t *testing.T) {
 	reg, err := ReleaseRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -147,9 +147,8 @@ func TestEnabledAtFollowsTheEntry(t *testing.T) {
 			t.Fatalf("%s: %v", entry, res.Diagnostics)
 		}
 		for i, scope := range []string{"t", "u"} {
-			on, err := enabledAt(context.Background(), snapshotSource{snap}, 3, introspection.Name, scope)
-			if err != nil || on != want[i] {
-				t.Errorf("entry {%s}: enabled for %s = %v (%v), want %v", entry, scope, on, err, want[i])
+			if on := extensionsOf(snapshotSource{snap})(3, introspection.Name).In(scope); on != want[i] {
+				t.Errorf("entry {%s}: enabled for %s = %v, want %v", entry, scope, on, want[i])
 			}
 		}
 	}
