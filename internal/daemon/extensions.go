@@ -40,4 +40,3 @@ func (d *Daemon) registerRelease() error {
 	}
 	return nil
 }
-
