@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
@@ -177,20 +176,18 @@ func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsReque
 }
 
 // startGates is the scheduler's port to the registrations' start gates:
-// every registration that carries one, asked in every scope and
-// generation (the scheduler orders them by registration name). nil when
-// none carries one.
-func startGates(regs []extension.Registration) scheduler.StartGates {
-	var gates []scheduler.StartGate
-	for _, r := range regs {
-		if r.StartGate != nil {
+// those of the host's registrations (the release's and the embedder's)
+// that the generation the first attempt would be pinned to and the
+// active one enable for the Work's scope (the scheduler orders them by
+// registration name).
+func startGates(host *toolbelt.Host) scheduler.StartGates {
+	return func(scope string, generation int64) []scheduler.StartGate {
+		var gates []scheduler.StartGate
+		for _, r := range host.StartGates(generation, scope) {
 			gates = append(gates, scheduler.StartGate{Registration: r.Name, Gate: r.StartGate})
 		}
+		return gates
 	}
-	if len(gates) == 0 {
-		return nil
-	}
-	return func(string, int64) []scheduler.StartGate { return gates }
 }
 
 // emitAllowed is the toolbelt's configured emit rule: the active

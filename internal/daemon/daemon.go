@@ -411,7 +411,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		ToolbeltDir:       binDir,
 		PlaybookDir:       filepath.Join(d.state, PlaybooksDir),
 		Secrets:           secrets.resolve,
-		StartGates:        startGates(d.opts.Extensions),
+		StartGates:        startGates(d.host),
 		ExecutionsDir:     filepath.Join(d.state, ExecutionsDir),
 		Artifacts:         d.arts,
 		Logger:            d.log.With("component", "scheduler"),

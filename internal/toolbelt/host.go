@@ -340,6 +340,24 @@ func (h *Host) gates(scope string) []extension.Registration {
 	return out
 }
 
+// StartGates returns the registrations with a start gate that serve scope
+// for a first attempt pinned to generation (both it and the active
+// generation enable them there), in name order: the ones the scheduler
+// asks before that attempt starts.
+func (h *Host) StartGates(generation int64, scope string) []extension.Registration {
+	h.mu.RLock()
+	var out []extension.Registration
+	for _, r := range h.regs {
+		if r.StartGate != nil {
+			out = append(out, r)
+		}
+	}
+	h.mu.RUnlock()
+	out = slices.DeleteFunc(out, func(r extension.Registration) bool { return !h.enabledFor(generation, r.Name, scope) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // actionList returns the registered actions, unsorted.
 func (h *Host) actionList() []registeredAction {
 	h.mu.RLock()
