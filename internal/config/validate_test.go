@@ -485,7 +485,13 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("binding defaults: %+v", b)
 	}
 	if ok, _ := snap.ExtensionEnabled("introspection"); ok {
-		t.Error("an extension not in the file is enabled")
+		t.Error("an opt-in extension not in the file is enabled")
+	}
+	if ok, scopes := snap.ExtensionEnabled("github"); !ok || scopes != nil {
+		t.Errorf("an extension not in the file that is not opt-in is enabled %v in %v, want everywhere", ok, scopes)
+	}
+	if ok, _ := snap.ExtensionEnabled("unregistered"); ok {
+		t.Error("an extension the registry does not know is enabled")
 	}
 }
 
