@@ -27,6 +27,10 @@ type Work struct {
 	// started until a retry; BlockedDetail says why, in safe words.
 	BlockedReason string `json:"blocked_reason,omitempty"`
 	BlockedDetail string `json:"blocked_detail,omitempty"`
+	// WaitReason says why a waiting Work waits when a start gate parked
+	// it before its first attempt: the gate's registration and its
+	// reason ("" for any other Work).
+	WaitReason string `json:"wait_reason,omitempty"`
 	// Parent is the Work that created this one ("" for none).
 	Parent       string `json:"parent,omitempty"`
 	CreatedEvent string `json:"created_event"`

@@ -9,11 +9,13 @@ import (
 
 // Registration is what an extension hands the host's Registrar: its name,
 // which owns the namespace <name>.*, its operations, its toolsets, its
-// playbooks, its operator actions, an optional gate and an optional check
-// of its own configuration. Each committed configuration generation
-// decides whether the registration is enabled and in which scopes
-// (extensions.<name>): a disabled registration's operations are
-// undeclared, its gate is not asked and its actions are not served.
+// playbooks, its operator actions, an optional gate, an optional start gate
+// and an optional check of its own configuration. Each committed
+// configuration generation decides whether the registration is enabled and
+// in which scopes (extensions.<name>): a disabled registration's
+// operations are undeclared, its gate and start gate are not asked and its
+// actions are not served. A generation with no entry for it enables it in
+// every scope, unless it is OptIn.
 type Registration struct {
 	// Name is the registration name (see RegistrationName).
 	Name string
@@ -37,6 +39,13 @@ type Registration struct {
 	// config; any other error is one problem at the config itself, its
 	// text never shown. Without it, an entry with a config is refused.
 	CheckConfig func(config json.RawMessage) error
+	// StartGate, when set, is asked by the scheduler before a Work's
+	// first attempt starts (see StartGate).
+	StartGate StartGate
+	// OptIn: the registration is enabled only where a configuration
+	// entry (extensions.<name>) enables it. Without OptIn, a generation
+	// that has no entry for it enables it in every scope.
+	OptIn bool
 }
 
 // Operation is one operation an extension adds to the toolbelt. Exactly one
@@ -129,12 +138,63 @@ type GateRequest struct {
 
 // WaitPlan parks a caller: the host declares a wait owned by the gating
 // registration, the operation does not run, and the call returns Output.
+// A start gate's plan parks a Work before its first attempt instead.
 type WaitPlan struct {
 	Types   []string
 	Keys    []string
 	Timeout time.Duration
-	// Output is the call's result, a JSON object (nil: {}).
+	// Output is the call's result, a JSON object (nil: {}). A start
+	// gate's plan has no call to answer and ignores it.
 	Output json.RawMessage
+	// Reason says, in a short safe sentence, why the caller waits. A Work
+	// a start gate parked shows it while it waits; it must hold no secret.
+	Reason string
+}
+
+// StartGate is asked by the scheduler, in registration-name order, before
+// a Work's first attempt starts (never before a later attempt, a resume or
+// a recovery).
+type StartGate interface {
+	// AllowStart lets the attempt start (nil, nil), parks the Work (a
+	// WaitPlan: the Work waits, without an attempt, until the plan's
+	// events arrive or its timeout, and the gates are asked again), or
+	// refuses it (an error: an *OperationError fails the Work with its
+	// code and message; any other error, a panic or a timeout fails it
+	// with gate_failed, and the host logs only the error's Go type).
+	AllowStart(ctx context.Context, req StartRequest) (*WaitPlan, error)
+}
+
+// StartGateFunc adapts a function to StartGate.
+type StartGateFunc func(ctx context.Context, req StartRequest) (*WaitPlan, error)
+
+// AllowStart calls f.
+func (f StartGateFunc) AllowStart(ctx context.Context, req StartRequest) (*WaitPlan, error) {
+	return f(ctx, req)
+}
+
+// StartRequest is the Work a start gate is asked about.
+type StartRequest struct {
+	Scope   string
+	Work    string
+	Binding string
+	// Generation is the configuration generation the attempt would be
+	// pinned to.
+	Generation int64
+	// Parent is the Work that created it ("" for none).
+	Parent string
+	// Inputs are the Work's queued input events, oldest first: a Work
+	// woken from a start gate's wait has the event that woke it (or the
+	// host's core.wait.timed_out) last.
+	Inputs []StartInput
+}
+
+// StartInput is one input event of a Work a start gate is asked about.
+type StartInput struct {
+	ID             string
+	Type           string
+	Source         string
+	CorrelationKey string
+	Data           json.RawMessage
 }
 
 // Registrar accepts registrations. A refused registration registers

@@ -46,6 +46,28 @@ type Gater interface {
 	Gate(ctx context.Context, req extension.GateRequest) (*extension.WaitPlan, error)
 }
 
+// StartGater is an extension with a start gate, asked by the scheduler
+// before a Work's first attempt starts, in the scopes the active
+// configuration enables the extension for (see extension.StartGate).
+type StartGater interface {
+	AllowStart(ctx context.Context, req extension.StartRequest) (*extension.WaitPlan, error)
+}
+
+// Playbooker is an extension that ships playbooks: Markdown skills whose
+// frontmatter lists the operations they rely on (see extension.Playbook).
+// The daemon writes each where agent CLIs read skills.
+type Playbooker interface {
+	Playbooks() []extension.Playbook
+}
+
+// OptIn is an extension enabled only where a configuration entry
+// (extensions.<name>) enables it, when OptIn answers true. An extension
+// that does not implement it, or answers false, is enabled in every scope
+// of a configuration that has no entry for it.
+type OptIn interface {
+	OptIn() bool
+}
+
 // Configurable is an extension with a configuration of its own,
 // extensions.<name>.config. CheckConfig is run whenever a configuration is
 // validated, on the entry's config ({} when the entry has none); it must
@@ -58,8 +80,8 @@ type Configurable interface {
 
 // Registration turns an extension into the registration the host
 // registers: its name and whatever it implements of Operator, Toolsetter,
-// Actioner, Gater and Configurable. The host checks it (names, schemas,
-// toolsets) when it is registered.
+// Actioner, Gater, StartGater, Playbooker, OptIn and Configurable. The host
+// checks it (names, schemas, toolsets, playbooks) when it is registered.
 func Registration(ext Extension) extension.Registration {
 	reg := extension.Registration{Name: ext.Name()}
 	if o, ok := ext.(Operator); ok {
@@ -73,6 +95,15 @@ func Registration(ext Extension) extension.Registration {
 	}
 	if g, ok := ext.(Gater); ok {
 		reg.Gate = extension.GateFunc(g.Gate)
+	}
+	if g, ok := ext.(StartGater); ok {
+		reg.StartGate = extension.StartGateFunc(g.AllowStart)
+	}
+	if p, ok := ext.(Playbooker); ok {
+		reg.Playbooks = p.Playbooks()
+	}
+	if o, ok := ext.(OptIn); ok {
+		reg.OptIn = o.OptIn()
 	}
 	if c, ok := ext.(Configurable); ok {
 		reg.CheckConfig = c.CheckConfig

@@ -69,8 +69,47 @@ func (bare) Name() string { return "bare" }
 
 func TestRegistrationOfABareExtension(t *testing.T) {
 	reg := inproc.Registration(bare{})
-	if reg.Name != "bare" || reg.Operations != nil || reg.Gate != nil || reg.CheckConfig != nil {
+	if reg.Name != "bare" || reg.Operations != nil || reg.Gate != nil || reg.CheckConfig != nil || reg.StartGate != nil || reg.Playbooks != nil || reg.OptIn {
 		t.Fatalf("registration = %+v", reg)
+	}
+}
+
+// starter holds every Work's first attempt, ships one playbook, and is
+// opt-in.
+type starter struct{ optIn bool }
+
+const starterPlaybook = "---\noperations: [starter.look]\n---\n# Look first\n"
+
+func (starter) Name() string { return "starter" }
+
+func (starter) AllowStart(_ context.Context, req extension.StartRequest) (*extension.WaitPlan, error) {
+	return &extension.WaitPlan{Types: []string{"starter.go"}, Keys: []string{req.Work}, Reason: "held"}, nil
+}
+
+func (starter) Playbooks() []extension.Playbook {
+	return []extension.Playbook{{Name: "starter-look", Markdown: starterPlaybook}}
+}
+
+func (s starter) OptIn() bool { return s.optIn }
+
+func TestRegistrationHasStartGatePlaybooksAndOptIn(t *testing.T) {
+	reg := inproc.Registration(starter{optIn: true})
+	if reg.Name != "starter" || reg.StartGate == nil || len(reg.Playbooks) != 1 || !reg.OptIn || reg.Gate != nil {
+		t.Fatalf("registration = %+v", reg)
+	}
+	plan, err := reg.StartGate.AllowStart(context.Background(), extension.StartRequest{Work: "w1"})
+	if err != nil || plan == nil || plan.Reason != "held" || len(plan.Keys) != 1 || plan.Keys[0] != "w1" {
+		t.Fatalf("start gate = %+v, %v", plan, err)
+	}
+	if err := extension.CheckPlaybook(reg.Playbooks[0]); err != nil {
+		t.Fatal(err)
+	}
+	if ops, err := extension.PlaybookOperations(reg.Playbooks[0].Markdown); err != nil || len(ops) != 1 || ops[0] != "starter.look" {
+		t.Fatalf("playbook operations = %v, %v", ops, err)
+	}
+	// Answering false keeps the default: enabled without an entry.
+	if inproc.Registration(starter{}).OptIn {
+		t.Fatal("an extension whose OptIn answers false is opt-in")
 	}
 }
 

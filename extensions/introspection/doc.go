@@ -9,5 +9,8 @@
 // write anything, never read outside the caller's own Work tree (a Work
 // outside it is refused with not_in_tree, never told apart from one that
 // does not exist), and never answer a read the scope's read ceiling does
-// not allow. It imports only the public packages api and extension.
+// not allow. It imports only the public packages api, extension and
+// extension/inproc, on which it is written. It is opt-in: only a
+// configuration entry enables it, and whether one does is the host's to
+// check, never its own.
 package introspection

@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extension/inproc"
 )
 
 // Name is the registration name: it owns introspection.*.
@@ -38,9 +39,6 @@ const (
 	CodeNotInTree = "not_in_tree"
 	// CodeReadNotAllowed: the scope's read ceiling does not allow the read.
 	CodeReadNotAllowed = "read_not_allowed"
-	// CodeNotEnabled: the generation the attempt is pinned to does not
-	// enable the extension for its scope.
-	CodeNotEnabled = "introspection_not_enabled"
 	// CodeInvalidInput: the input does not match the operation's schema.
 	CodeInvalidInput = "invalid_input"
 )
@@ -60,12 +58,38 @@ const (
 	maxScan = 2000
 )
 
-// Registration is the extension's registration, reading through port. A
-// nil port registers the operations without serving them (an offline
-// configuration check needs only their names); a call then fails.
+// Registration is the extension's registration, built on extension/inproc
+// and reading through port. A nil port registers the operations without
+// serving them (an offline configuration check and the operations
+// reference need only their names); a call then fails. The extension is
+// opt-in: only a generation whose entry enables it for a scope declares
+// its operations there.
 func Registration(port Port) extension.Registration {
-	x := &ext{port: port}
-	ops := []extension.Operation{
+	return inproc.Registration(&ext{port: port})
+}
+
+type ext struct{ port Port }
+
+// Name is the registration name.
+func (*ext) Name() string { return Name }
+
+// OptIn: a configuration without an introspection entry does not enable
+// it.
+func (*ext) OptIn() bool { return true }
+
+// Toolsets publishes introspection.reader: every operation, each since
+// Since.
+func (x *ext) Toolsets() []extension.Toolset {
+	ts := extension.Toolset{Name: ToolsetRead}
+	for _, op := range x.Operations() {
+		ts.Operations = append(ts.Operations, extension.ToolsetOperation{Name: op.Name, Since: Since})
+	}
+	return []extension.Toolset{ts}
+}
+
+// Operations are the five reads.
+func (x *ext) Operations() []extension.Operation {
+	return []extension.Operation{
 		{
 			Name:    OpWork,
 			Summary: "Read this Work, or a Work of its tree, and the Work it created, transitively.",
@@ -118,11 +142,6 @@ func Registration(port Port) extension.Registration {
 			Handler:  x.waits,
 		},
 	}
-	ts := extension.Toolset{Name: ToolsetRead}
-	for _, op := range ops {
-		ts.Operations = append(ts.Operations, extension.ToolsetOperation{Name: op.Name, Since: Since})
-	}
-	return extension.Registration{Name: Name, Operations: ops, Toolsets: []extension.Toolset{ts}}
 }
 
 func schema(props string) json.RawMessage {
@@ -133,8 +152,6 @@ func schemaRequired(required, props string) json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":[` + required + `],"properties":{` + props + `}}`)
 }
 
-type ext struct{ port Port }
-
 // refuse is an operation's refusal.
 func refuse(code, format string, args ...any) error {
 	return &extension.OperationError{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -144,19 +161,13 @@ var errNotInTree = refuse(CodeNotInTree, "the Work named is not this attempt's W
 
 var errEventNotInTree = refuse(CodeNotInTree, "the Event named is not an Event of this attempt's Work or of one it created")
 
-// begin checks what every operation checks before it reads: the pinned
-// generation enables the extension for the caller's scope, and the
-// scope's read ceiling allows read.
-func (x *ext) begin(ctx context.Context, auth extension.Authority, read string) error {
+// begin checks what every operation checks before it reads: the scope's
+// read ceiling allows read. Whether the generation enables the extension
+// is the host's to check: an operation of a generation that does not is
+// undeclared, and its call never reaches a handler.
+func (x *ext) begin(_ context.Context, auth extension.Authority, read string) error {
 	if x.port == nil {
 		return errors.New("introspection: registered without a port")
-	}
-	on, err := x.port.Enabled(ctx, auth.Generation, auth.Scope)
-	if err != nil {
-		return err
-	}
-	if !on {
-		return refuse(CodeNotEnabled, "the configuration this attempt runs under does not enable the introspection extension for its scope")
 	}
 	if !x.port.AuthorizeRead(auth.Scope, read) {
 		return refuse(CodeReadNotAllowed, "the read ceiling of scope %s does not allow reading %s", auth.Scope, read)

@@ -37,8 +37,7 @@ type world struct {
 	rt    *kernel.Runtime
 	port  *introspectport.Port
 
-	denied  map[string]bool // reads the ceiling refuses
-	enabled bool
+	denied map[string]bool // reads the ceiling refuses
 
 	r, e1, e2, eO, eG storage.Event
 	w, c1, g, o, x    storage.Work
@@ -49,7 +48,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{clock: clock.NewFake(t0), denied: map[string]bool{}, enabled: true}
+	w := &world{clock: clock.NewFake(t0), denied: map[string]bool{}}
 	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "state.db"), Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +94,6 @@ func newWorld(t *testing.T) *world {
 	w.port = &introspectport.Port{
 		Store: s,
 		Reads: func(scope, read string) bool { return scope == "s1" && !w.denied[read] },
-		EnabledAt: func(_ context.Context, generation int64, scope string) (bool, error) {
-			return w.enabled && generation == 7 && scope == "s1", nil
-		},
 	}
 	w.auth = extension.Authority{Scope: "s1", Work: w.c1.ID, Execution: "exe_c1", Binding: "b1", Generation: 7, Epoch: 1}
 	w.reg = introspection.Registration(w.port)
@@ -507,21 +503,5 @@ func TestReadCeiling(t *testing.T) {
 			mustCode(t, w.call(t, op, `{"work":"`+w.x.ID+`"}`, &res), "read_not_allowed")
 		}
 		w.denied[read] = false
-	}
-}
-
-// A generation that does not enable the extension for the scope refuses
-// every operation.
-func TestGenerationMustEnableIt(t *testing.T) {
-	w := newWorld(t)
-	var res map[string]any
-	w.auth.Generation = 6
-	mustCode(t, w.call(t, "introspection.work", `{}`, &res), "introspection_not_enabled")
-	w.auth.Generation = 7
-	w.enabled = false
-	mustCode(t, w.call(t, "introspection.events", `{}`, &res), "introspection_not_enabled")
-	w.enabled = true
-	if err := w.call(t, "introspection.work", `{}`, &res); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -28,9 +28,6 @@ type Port interface {
 	// allows read (one of the Read… constants): the check read_context
 	// makes.
 	AuthorizeRead(scope, read string) bool
-	// Enabled reports whether the configuration generation an attempt is
-	// pinned to enables this extension for scope.
-	Enabled(ctx context.Context, generation int64, scope string) (bool, error)
 }
 
 // The reads of a scope's read ceiling (configuration's

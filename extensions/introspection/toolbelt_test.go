@@ -3,7 +3,9 @@ package introspection_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -40,9 +42,6 @@ func TestThroughTheToolbelt(t *testing.T) {
 	err = f.Register(introspection.Registration(&introspectport.Port{
 		Store: f.Env.Store,
 		Reads: f.Env.Ceiling.AuthorizeRead,
-		EnabledAt: func(_ context.Context, generation int64, scope string) (bool, error) {
-			return generation == 1 && scope == toolbelttest.Scope, nil
-		},
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -109,5 +108,58 @@ func TestThroughTheToolbelt(t *testing.T) {
 	mustCode(t, err, "read_not_allowed")
 	if _, err := f.Call(parent.Token, "introspection.waits", `{}`, ""); err != nil {
 		t.Fatalf("waits are still readable: %v", err)
+	}
+}
+
+// The handlers do not check the generation: the host does. An attempt
+// pinned to a generation that does not enable introspection for its scope
+// is refused every operation with the bare forbidden (undeclared), and
+// so is every attempt once the active generation disables it; the
+// guidance does not describe them.
+func TestAGenerationWithoutItCannotCall(t *testing.T) {
+	f, err := toolbelttest.NewFixture(t.TempDir(), granting, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Register(introspection.Registration(&introspectport.Port{Store: f.Env.Store, Reads: f.Env.Ceiling.AuthorizeRead})); err != nil {
+		t.Fatal(err)
+	}
+	at, err := f.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Call(at.Token, "introspection.work", `{}`, ""); err != nil {
+		t.Fatalf("enabled, the call is refused: %v", err)
+	}
+	forbidden := func(what string) {
+		t.Helper()
+		for _, op := range introspection.Registration(nil).Toolsets[0].Names() {
+			_, err := f.Call(at.Token, op, `{}`, "")
+			if !errors.Is(err, extension.ErrForbidden) || errors.Is(err, extension.ErrAuthorityReleased) {
+				t.Fatalf("%s: %s answered %v, want the bare forbidden", what, op, err)
+			}
+		}
+		g, err := f.TB.Guidance(context.Background(), at.Token, extension.Assertions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range g.Operations {
+			if strings.HasPrefix(op.Name, "introspection.") {
+				t.Fatalf("%s: the guidance describes %s", what, op.Name)
+			}
+		}
+	}
+	f.Env.Extensions.Set(toolbelttest.Pinned, introspection.Name, toolbelt.Enablement{Enabled: true, Scopes: []string{"elsewhere"}})
+	forbidden("the pinned generation enables it for another scope")
+	f.Env.Extensions.Set(toolbelttest.Pinned, introspection.Name, toolbelt.Enablement{})
+	forbidden("the pinned generation does not enable it")
+	f.Env.Extensions.Set(toolbelttest.Pinned, introspection.Name, toolbelt.Enablement{Enabled: true})
+	f.Env.Extensions.Set(0, introspection.Name, toolbelt.Enablement{})
+	forbidden("the active generation does not enable it")
+	// Negative control: enabled again, the same token calls.
+	f.Env.Extensions.Set(0, introspection.Name, toolbelt.Enablement{Enabled: true})
+	if _, err := f.Call(at.Token, "introspection.events", `{}`, ""); err != nil {
+		t.Fatalf("enabled again, the call is refused: %v", err)
 	}
 }

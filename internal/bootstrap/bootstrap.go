@@ -4,7 +4,9 @@
 // writes into an empty file). It also composes the release's registry
 // (ReleaseRegistry): the executors this release ships, against which a
 // configuration is validated, so that internal/config never imports an
-// executor.
+// executor, and lists the extensions the release bundles (Extensions), the
+// one list the daemon registers and the operations reference is generated
+// from.
 //
 // It must never hold anything specific to one machine or person (a path, a
 // user name, a secret or a secret reference), and the default configuration

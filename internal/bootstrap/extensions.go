@@ -1,14 +1,27 @@
 package bootstrap
 
-import "github.com/open-conduit/open-conduit/extension"
+import (
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extensions/introspection"
+)
 
 //go:generate go test -run ^(TestOperationsReference|TestToolsetsOnlyGain)$ -update .
 
-// Extensions returns the extensions this release bundles, which the
-// daemon command registers on its host: their operations, toolsets and
-// playbooks are part of the release's registry, so docs/operations.md
-// lists them and a test holds every bundled toolset to the members it had
-// (testdata/toolsets.json). The release bundles none yet.
-func Extensions() []extension.Registration {
-	return nil
+// Ports are what the bundled extensions read through; the daemon adapts
+// its storage and configuration to them. The zero Ports registers the
+// extensions for their names only (operations, toolsets, playbooks), as an
+// offline configuration check and the operations reference need; their
+// calls then fail.
+type Ports struct {
+	Introspection introspection.Port
+}
+
+// Extensions returns the extensions this release bundles, reading through
+// ports: the one list the daemon registers on its host and the operations
+// reference is generated from. Their operations, toolsets and playbooks
+// are part of the release's registry, so docs/operations.md lists them
+// and a test holds every bundled toolset to the members it had
+// (testdata/toolsets.json).
+func Extensions(ports Ports) []extension.Registration {
+	return []extension.Registration{introspection.Registration(ports.Introspection)}
 }

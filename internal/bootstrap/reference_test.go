@@ -31,7 +31,7 @@ const (
 func releaseHost(t testing.TB) *toolbelt.Host {
 	t.Helper()
 	host := toolbelt.NewHost(ReleaseRegistry())
-	for _, ext := range Extensions() {
+	for _, ext := range Extensions(Ports{}) {
 		if err := host.Register(ext); err != nil {
 			t.Fatalf("the bundled extension %s does not register: %v", ext.Name, err)
 		}

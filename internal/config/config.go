@@ -63,6 +63,10 @@ type Scope struct {
 type Authorization struct {
 	Operations []string // operation names, @toolsets, !denials
 	Reads      []string // from the fixed set of reads
+	// Emit lists the event families the scope's executions may emit; nil
+	// when the member is absent (the parent's rule applies, and a root
+	// scope allows any family the toolbelt allows).
+	Emit []string
 }
 
 // The reads a scope may authorize.

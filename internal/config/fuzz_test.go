@@ -34,6 +34,7 @@ type strictShape struct {
 		Authorization struct {
 			Operations []string `json:"operations"`
 			Reads      []string `json:"reads"`
+			Emit       []string `json:"emit"`
 		} `json:"authorization"`
 		Bindings map[string]struct {
 			Executor   string                    `json:"executor"`

@@ -17,7 +17,7 @@ var errRefused = errors.New("refused")
 // testRegistry is the registry the tests validate against: two executors
 // (shell without resume, agent with it), the builtins, a github extension
 // with two toolsets whose members joined in different versions, and an
-// introspection extension.
+// introspection extension, opt-in as the release's is.
 func testRegistry(t testing.TB) *Registry {
 	t.Helper()
 	reg := NewRegistry()
@@ -50,6 +50,7 @@ func testRegistry(t testing.TB) *Registry {
 			}},
 		}))
 	must(t, reg.AddExtension("introspection", []string{"introspection.scopes"}, nil))
+	must(t, reg.SetExtensionOptIn("introspection")) // as the release's is
 	must(t, reg.AddPlaybook("triage", []string{"emit", "github.issue.view", "github.issue.comment"}))
 	return reg
 }

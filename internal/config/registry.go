@@ -48,6 +48,8 @@ type Registry struct {
 	playbooks  map[string]registeredPlaybook // the release's and its extensions'
 	// extConfig checks an extension's own config (extensions.<name>.config).
 	extConfig map[string]ConfigCheck
+	// optIn holds the extensions enabled only where an entry enables them.
+	optIn map[string]bool
 
 	operatorMu sync.RWMutex
 	operator   map[string]registeredPlaybook // the operator's own
@@ -74,6 +76,7 @@ func NewRegistry() *Registry {
 		extensions: map[string]bool{},
 		playbooks:  map[string]registeredPlaybook{},
 		extConfig:  map[string]ConfigCheck{},
+		optIn:      map[string]bool{},
 		operator:   map[string]registeredPlaybook{},
 	}
 	for _, op := range extension.Builtins {
@@ -173,6 +176,16 @@ func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMes
 		return fmt.Errorf("%w: extension %s: the config check is nil", extension.ErrInvalid, name)
 	}
 	r.extConfig[name] = check
+	return nil
+}
+
+// SetExtensionOptIn makes a registered extension opt-in: a configuration
+// with no entry for it does not enable it (Snapshot.ExtensionEnabled).
+func (r *Registry) SetExtensionOptIn(name string) error {
+	if !r.extensions[name] {
+		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
+	}
+	r.optIn[name] = true
 	return nil
 }
 

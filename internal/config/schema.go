@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
 )
 
@@ -63,6 +64,8 @@ type docScope struct {
 	removed    bool
 	ops        []item
 	reads      []item
+	emit       []item
+	emitSet    bool // an authorization.emit member is present
 	authOK     bool // authorization and its lists are well-typed, if present
 	bindings   map[string]*docBinding
 	bindingsOK bool
@@ -465,7 +468,7 @@ func (s *schema) readScope(n *node, sc *docScope) {
 }
 
 func (s *schema) readAuthorization(n *node, sc *docScope) {
-	if !s.object(n, `an object such as {"operations": [...], "reads": [...]}`) {
+	if !s.object(n, `an object such as {"operations": [...], "reads": [...], "emit": [...]}`) {
 		sc.authOK = false
 		return
 	}
@@ -485,8 +488,24 @@ func (s *schema) readAuthorization(n *node, sc *docScope) {
 				}
 				sc.reads = append(sc.reads, it)
 			}
+		case "emit":
+			sc.emitSet = true
+			families := s.strings(m.value)
+			sc.authOK = sc.authOK && m.value.kind == kindArray && len(families) == len(m.value.elems)
+			for _, it := range families {
+				switch {
+				case it.s == "core":
+					s.add(m.value.elems[it.idx].path(), CodeInvalidValue, "the core family is the host's own; an execution never emits it: remove it")
+					sc.authOK = false
+				case extension.RegistrationName(it.s) != nil:
+					s.add(m.value.elems[it.idx].path(), CodeInvalidValue, `an event family is the first segment of an event type ("deploy" for deploy.done): a lower-case letter followed by lower-case letters, digits, - or _`)
+					sc.authOK = false
+				default:
+					sc.emit = append(sc.emit, it)
+				}
+			}
 		default:
-			s.unknown(n, m.name, "operations and reads")
+			s.unknown(n, m.name, "operations, reads and emit")
 		}
 	}
 }
@@ -718,6 +737,9 @@ func (d *doc) config() *Config {
 		out := &Scope{ID: id, Parent: sc.parent, Enabled: sc.enabled, Removed: sc.removed,
 			Authorization: Authorization{Operations: itemStrings(sc.ops), Reads: itemStrings(sc.reads)},
 			Bindings:      map[string]*Binding{}}
+		if sc.emitSet {
+			out.Authorization.Emit = append([]string{}, itemStrings(sc.emit)...)
+		}
 		for bid, b := range sc.bindings {
 			out.Bindings[bid] = b.binding()
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 )
@@ -30,6 +31,9 @@ type Snapshot struct {
 	config *Config
 	scopes map[string]*EffectiveScope
 	order  []string
+	// unlisted are the registered extensions a configuration without an
+	// entry for them enables in every scope: all but the opt-in ones.
+	unlisted map[string]bool
 }
 
 // EffectiveScope is a scope's resolved authority.
@@ -45,6 +49,11 @@ type EffectiveScope struct {
 	Operations []string
 	// Reads is the scope's read ceiling.
 	Reads []string
+	// EmitRestricted: the scope (or an ancestor) lists the event families
+	// its executions may emit (authorization.emit), which are Emit,
+	// sorted. Unrestricted, they may emit any family the toolbelt allows.
+	EmitRestricted bool
+	Emit           []string
 	// Bindings and Routes are nil for a removed scope: a tombstone runs
 	// nothing.
 	Bindings map[string]*EffectiveBinding
@@ -125,6 +134,19 @@ func (s *Snapshot) AuthorizeOperation(scopeID, op string) bool {
 	return ok && sc.Active && slices.Contains(sc.Operations, op)
 }
 
+// AllowEmit reports whether the scope's executions may emit eventType by
+// the configured rule (authorization.emit): the scope is active and, when
+// restricted, the type's family (its first segment) is one it lists. The
+// toolbelt's own rule (no core, no registration's family) applies besides.
+func (s *Snapshot) AllowEmit(scopeID, eventType string) bool {
+	sc, ok := s.scopes[scopeID]
+	if !ok || !sc.Active {
+		return false
+	}
+	family, _, _ := strings.Cut(eventType, ".")
+	return !sc.EmitRestricted || slices.Contains(sc.Emit, family)
+}
+
 // AuthorizeRead reports whether the scope's current ceiling allows read.
 func (s *Snapshot) AuthorizeRead(scopeID, read string) bool {
 	sc, ok := s.scopes[scopeID]
@@ -190,10 +212,16 @@ func (s *Snapshot) Secret(name string) (SecretRef, bool) {
 func (s *Snapshot) SecretNames() []string { return sortedKeys(s.config.Secrets) }
 
 // ExtensionEnabled reports whether the configuration enables the extension,
-// and for which scopes (nil: every scope).
+// and for which scopes (nil: every scope). An entry says so itself; without
+// one, an extension of the registry the snapshot was validated with is
+// enabled in every scope unless it is opt-in (Registry.SetExtensionOptIn),
+// and an extension the registry does not know is not enabled.
 func (s *Snapshot) ExtensionEnabled(name string) (bool, []string) {
 	e, ok := s.config.Extensions[name]
-	if !ok || !e.Enabled {
+	if !ok {
+		return s.unlisted[name], nil
+	}
+	if !e.Enabled {
 		return false, nil
 	}
 	return true, slices.Clone(e.Scopes)

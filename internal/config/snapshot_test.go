@@ -418,3 +418,45 @@ func TestNilRegistryIsTheBuiltins(t *testing.T) {
 		t.Fatalf("%v %v", ops, err)
 	}
 }
+
+// TestEmitFamilies: authorization.emit restricts the families a scope's
+// executions may emit, a child inherits its parent's rule when it states
+// none and narrows it when it does, and without any the scope allows every
+// family (the toolbelt's own rule still applies).
+func TestEmitFamilies(t *testing.T) {
+	snap := validSnapshot(t, decode(t, baseConfig))
+	for _, id := range []string{"root", "ops"} {
+		sc, _ := snap.Scope(id)
+		if sc.EmitRestricted || sc.Emit != nil || !snap.AllowEmit(id, "deploy.done") || !snap.AllowEmit(id, "anything.else") {
+			t.Fatalf("%s without authorization.emit: %+v", id, sc)
+		}
+	}
+	d := decode(t, baseConfig)
+	set(t, d, "/scopes/root/authorization/emit", raw(`["deploy", "ci", "deploy"]`))
+	snap = validSnapshot(t, d)
+	for _, id := range []string{"root", "ops"} {
+		sc, _ := snap.Scope(id)
+		if !sc.EmitRestricted || !slices.Equal(sc.Emit, []string{"ci", "deploy"}) {
+			t.Fatalf("%s under root's rule: %v %v", id, sc.EmitRestricted, sc.Emit)
+		}
+		if !snap.AllowEmit(id, "deploy.done") || !snap.AllowEmit(id, "ci.passed") || snap.AllowEmit(id, "slack.message") || snap.AllowEmit(id, "deployx.done") {
+			t.Fatalf("%s allows the wrong families", id)
+		}
+	}
+	set(t, d, "/scopes/ops/authorization/emit", raw(`["ci"]`))
+	snap = validSnapshot(t, d)
+	if snap.AllowEmit("ops", "deploy.done") || !snap.AllowEmit("ops", "ci.passed") || !snap.AllowEmit("root", "deploy.done") {
+		t.Fatal("ops does not narrow root's rule")
+	}
+	set(t, d, "/scopes/ops/authorization/emit", raw(`[]`))
+	snap = validSnapshot(t, d)
+	if sc, _ := snap.Scope("ops"); !sc.EmitRestricted || len(sc.Emit) != 0 || snap.AllowEmit("ops", "ci.passed") {
+		t.Fatalf("an empty list allows nothing: %+v", sc)
+	}
+	if snap.AllowEmit("nowhere", "ci.passed") {
+		t.Fatal("an unknown scope allows an emission")
+	}
+	if got := snap.Config().Scopes["ops"].Authorization.Emit; got == nil || len(got) != 0 {
+		t.Fatalf("written emit = %#v", got)
+	}
+}

@@ -34,6 +34,7 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		ceilings:   map[string]*authority{},
 		reads:      map[string][]string{},
 		readsClean: map[string]bool{},
+		emit:       map[string]emitCeiling{},
 		bindings:   map[[2]string]*EffectiveBinding{},
 		playbooks:  reg.playbookSet(),
 	}
@@ -70,9 +71,21 @@ type validator struct {
 	// readsClean: the scope's reads are known exactly (well-typed, each
 	// inside its parent's), so its children's can be checked against them.
 	readsClean map[string]bool
+	emit       map[string]emitCeiling
 	bindings   map[[2]string]*EffectiveBinding
 	// playbooks are the registry's playbooks as validation began.
 	playbooks map[string][]string
+}
+
+// emitCeiling is a scope's emit rule: the event families its executions
+// may emit when restricted; unrestricted, any family the toolbelt allows
+// (neither core nor a registration's).
+type emitCeiling struct {
+	restricted bool
+	families   []string
+	// clean: the families are known exactly, so a child's can be checked
+	// against them.
+	clean bool
 }
 
 func (v *validator) add(path []step, code Code, remedy string) { v.is.add(path, code, remedy) }
@@ -261,7 +274,45 @@ func (v *validator) ceiling(id string) *authority {
 		}
 	}
 	v.reads[id] = reads
+	v.emit[id] = v.emitOf(sc, base)
 	return a
+}
+
+// emitOf resolves a scope's authorization.emit inside its parent's rule
+// (ceiling computed the parent's first): absent, it is the parent's (a
+// root's allows any family); present, it lists the families, each one
+// the parent allows and none a registration's.
+func (v *validator) emitOf(sc *docScope, base []step) emitCeiling {
+	parent, known := emitCeiling{clean: true}, true
+	if sc.parentSet {
+		parent, known = v.emit[sc.parent], v.status[sc.id] == ancestryOK
+	}
+	if !sc.emitSet {
+		if !known {
+			return emitCeiling{}
+		}
+		return parent
+	}
+	e := emitCeiling{restricted: true, families: []string{}, clean: sc.authOK && known}
+	for _, it := range sc.emit {
+		path := append(slices.Clone(base), keyStep("emit"), idxStep(it.idx))
+		if v.reg.extensions[it.s] {
+			// No ceiling includes a registration's family: an execution
+			// never emits it itself.
+			v.add(path, CodeAuthorityWidening, "this family belongs to the extension of the same name: its events are emitted only through its operations, which the scope grants instead; remove it here")
+			e.clean = false
+			continue
+		}
+		if known && parent.restricted && parent.clean && !slices.Contains(parent.families, it.s) {
+			v.add(path, CodeAuthorityWidening, "the parent scope does not allow this family: remove it here, or add it to the parent's authorization.emit first")
+			e.clean = false
+			continue
+		}
+		if !slices.Contains(e.families, it.s) {
+			e.families = append(e.families, it.s)
+		}
+	}
+	return e
 }
 
 // narrow resolves a list inside within, reporting its problems at path. It
@@ -513,6 +564,12 @@ func (v *validator) snapshot() (*Snapshot, error) {
 		Normalized: json.RawMessage(normalized),
 		config:     v.d.config(),
 		scopes:     map[string]*EffectiveScope{},
+		unlisted:   map[string]bool{},
+	}
+	for name := range v.reg.extensions {
+		if !v.reg.optIn[name] {
+			s.unlisted[name] = true
+		}
 	}
 	ids := sortedKeys(v.d.scopes)
 	for _, id := range ids {
@@ -522,6 +579,9 @@ func (v *validator) snapshot() (*Snapshot, error) {
 		if !sc.removed {
 			es.Operations = orEmpty(slices.Clone(v.ceilings[id].ops))
 			es.Reads = orEmpty(slices.Clone(v.reads[id]))
+			if e := v.emit[id]; e.restricted {
+				es.EmitRestricted, es.Emit = true, slices.Sorted(slices.Values(e.families))
+			}
 			es.Bindings = map[string]*EffectiveBinding{}
 			for bid, written := range s.config.Scopes[id].Bindings {
 				eb := v.bindings[[2]string{id, bid}]

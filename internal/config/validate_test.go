@@ -135,6 +135,15 @@ func ruleCases() []ruleCase {
 		{"scope denial unknown", setTo("/scopes/root/authorization/operations/7", "!github.pr.edt"), one("/scopes/root/authorization/operations/7", CodeUnknownReference)},
 		{"read unknown", setTo("/scopes/ops/authorization/reads/-", "secrets"), one("/scopes/ops/authorization/reads/2", CodeInvalidValue)},
 		{"read outside the parent's", setTo("/scopes/ops/authorization/reads/-", "artifacts"), one("/scopes/ops/authorization/reads/2", CodeAuthorityWidening)},
+		{"emit not an array", setTo("/scopes/ops/authorization/emit", "deploy"), one("/scopes/ops/authorization/emit", CodeWrongType)},
+		{"emit family a number", setTo("/scopes/ops/authorization/emit", raw(`["deploy", 5]`)), one("/scopes/ops/authorization/emit/1", CodeWrongType)},
+		{"emit family core", setTo("/scopes/ops/authorization/emit", raw(`["deploy", "core"]`)), one("/scopes/ops/authorization/emit/1", CodeInvalidValue)},
+		{"emit family malformed", setTo("/scopes/ops/authorization/emit", raw(`["deploy.done"]`)), one("/scopes/ops/authorization/emit/0", CodeInvalidValue)},
+		{"emit family an extension's", setTo("/scopes/ops/authorization/emit", raw(`["ci", "github"]`)), one("/scopes/ops/authorization/emit/1", CodeAuthorityWidening)},
+		{"emit family outside the parent's", func(t testing.TB, d jdoc) {
+			set(t, d, "/scopes/root/authorization/emit", raw(`["deploy", "ci"]`))
+			set(t, d, "/scopes/ops/authorization/emit", raw(`["ci", "slack"]`))
+		}, one("/scopes/ops/authorization/emit/1", CodeAuthorityWidening)},
 		// bindings
 		{"bindings not an object", setTo("/scopes/ops/bindings", raw(`[]`)), one("/scopes/ops/bindings", CodeWrongType)},
 		{"binding id malformed", setTo("/scopes/ops/bindings/Agent", raw(`{"executor": "shell"}`)), one("/scopes/ops/bindings", CodeInvalidValue)},
@@ -476,7 +485,13 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("binding defaults: %+v", b)
 	}
 	if ok, _ := snap.ExtensionEnabled("introspection"); ok {
-		t.Error("an extension not in the file is enabled")
+		t.Error("an opt-in extension not in the file is enabled")
+	}
+	if ok, scopes := snap.ExtensionEnabled("github"); !ok || scopes != nil {
+		t.Errorf("an extension not in the file that is not opt-in is enabled %v in %v, want everywhere", ok, scopes)
+	}
+	if ok, _ := snap.ExtensionEnabled("unregistered"); ok {
+		t.Error("an extension the registry does not know is enabled")
 	}
 }
 

@@ -88,21 +88,23 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 }
 
 // extensionsOf is the extension host's view of what a committed
-// generation (0: the active one) says of an extension: its entry's
-// enabled, scopes and config. An extension the generation has no entry
-// for is enabled in every scope with no config; a generation that cannot
-// be read enables nothing (the host fails closed).
+// generation (0: the active one) says of an extension: whether and where
+// it is enabled, exactly as the generation's Snapshot.ExtensionEnabled
+// answers (an extension without an entry is enabled in every scope unless
+// it is opt-in), and its entry's config. A generation that cannot be read
+// enables nothing (the host fails closed).
 func extensionsOf(cfg configSource) toolbelt.Extensions {
 	return func(generation int64, name string) toolbelt.Enablement {
 		snap, err := snapshotAt(context.Background(), cfg, generation)
 		if err != nil {
 			return toolbelt.Enablement{}
 		}
-		e, ok := snap.Extension(name)
-		if !ok {
-			return toolbelt.Enablement{Enabled: true}
+		on, scopes := snap.ExtensionEnabled(name)
+		if !on {
+			return toolbelt.Enablement{}
 		}
-		return toolbelt.Enablement{Enabled: e.Enabled, Scopes: e.Scopes, Config: e.Config}
+		e, _ := snap.Extension(name)
+		return toolbelt.Enablement{Enabled: true, Scopes: scopes, Config: e.Config}
 	}
 }
 
@@ -171,4 +173,27 @@ func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsReque
 		env[v] = val
 	}
 	return env, nil
+}
+
+// startGates is the scheduler's port to the registrations' start gates:
+// those of the host's registrations (the release's and the embedder's)
+// that the generation the first attempt would be pinned to and the
+// active one enable for the Work's scope (the scheduler orders them by
+// registration name).
+func startGates(host *toolbelt.Host) scheduler.StartGates {
+	return func(scope string, generation int64) []scheduler.StartGate {
+		var gates []scheduler.StartGate
+		for _, r := range host.StartGates(generation, scope) {
+			gates = append(gates, scheduler.StartGate{Registration: r.Name, Gate: r.StartGate})
+		}
+		return gates
+	}
+}
+
+// emitAllowed is the toolbelt's configured emit rule: the active
+// snapshot's authorization.emit of the call's scope, read on every
+// emission so that an apply narrows the very next one (the binding does
+// not narrow it further).
+func emitAllowed(cfg configSource) func(scope, binding, eventType string) bool {
+	return func(scope, _, eventType string) bool { return cfg.Active().AllowEmit(scope, eventType) }
 }

@@ -340,6 +340,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Authorize:     func(scope, op string) bool { return d.cfg.Active().AuthorizeOperation(scope, op) },
 		AuthorizeAt:   authorizeAt(d.cfg),
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
+		EmitAllowed:   emitAllowed(d.cfg),
 		Logger:        d.log.With("component", "toolbelt"),
 	})
 	if err != nil {
@@ -410,6 +411,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		ToolbeltDir:       binDir,
 		PlaybookDir:       filepath.Join(d.state, PlaybooksDir),
 		Secrets:           secrets.resolve,
+		StartGates:        startGates(d.host),
 		ExecutionsDir:     filepath.Join(d.state, ExecutionsDir),
 		Artifacts:         d.arts,
 		Logger:            d.log.With("component", "scheduler"),

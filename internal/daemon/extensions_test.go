@@ -6,13 +6,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extensions/introspection"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // echoExtension is a registration with one operation that serves
@@ -101,15 +104,14 @@ func TestReleaseRegistersIntrospection(t *testing.T) {
 	if owner, ok := r.d.opts.Registry.OperationOwner("introspection.work"); !ok || owner != "introspection" {
 		t.Fatalf("the registry names %q (%v) as introspection.work's owner", owner, ok)
 	}
-	ctx := context.Background()
+	exts := extensionsOf(r.d.cfg)
 	for scope, want := range map[string]bool{"t": true, "u": false} {
-		on, err := enabledAt(ctx, r.d.cfg, 0, "introspection", scope)
-		if err != nil || on != want {
-			t.Errorf("enabled for scope %s: %v (%v), want %v", scope, on, err, want)
+		if on := exts(0, "introspection").In(scope); on != want {
+			t.Errorf("enabled for scope %s: %v, want %v", scope, on, want)
 		}
 	}
-	if on, err := enabledAt(ctx, r.d.cfg, 0, "other", "t"); err != nil || on {
-		t.Errorf("an extension without an entry is enabled: %v (%v)", on, err)
+	if on := exts(0, "other").In("t"); on {
+		t.Errorf("an extension the release does not register is enabled: %v", on)
 	}
 	// The toolbelt holds it: registering it again is a conflict.
 	if err := r.d.tb.Register(introspection.Registration(nil)); !errors.Is(err, extension.ErrConflict) {
@@ -126,9 +128,10 @@ func (s snapshotSource) Snapshot(context.Context, int64) (*config.Snapshot, erro
 }
 func (s snapshotSource) OnApply(func(*config.Snapshot)) {}
 
-// An extension entry enables it for the scopes it lists, every scope when
-// it lists none, no scope for [] or enabled false or no entry.
-func TestEnabledAtFollowsTheEntry(t *testing.T) {
+// An introspection entry enables it for the scopes it lists, every scope
+// when it lists none, no scope for [] or enabled false or no entry (it is
+// opt-in).
+func TestIntrospectionFollowsTheEntry(t *testing.T) {
 	reg, err := ReleaseRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -147,10 +150,101 @@ func TestEnabledAtFollowsTheEntry(t *testing.T) {
 			t.Fatalf("%s: %v", entry, res.Diagnostics)
 		}
 		for i, scope := range []string{"t", "u"} {
-			on, err := enabledAt(context.Background(), snapshotSource{snap}, 3, introspection.Name, scope)
-			if err != nil || on != want[i] {
-				t.Errorf("entry {%s}: enabled for %s = %v (%v), want %v", entry, scope, on, err, want[i])
+			if on := extensionsOf(snapshotSource{snap})(3, introspection.Name).In(scope); on != want[i] {
+				t.Errorf("entry {%s}: enabled for %s = %v, want %v", entry, scope, on, want[i])
 			}
 		}
+	}
+}
+
+// Whether an extension's operations are served follows each apply,
+// without a restart: a running attempt's next call is refused once an
+// apply disables introspection, an attempt pinned to a generation that
+// has no entry is refused (it is opt-in), and one pinned to a generation
+// that enables it again calls it.
+func TestApplyEnablingIntrospectionChangesTheNextCall(t *testing.T) {
+	state := shortDir(t)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	flags := filepath.Join(filepath.Dir(state), "flags")
+	if err := os.MkdirAll(flags, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The first call, a mark, a pause until the test says go, the second.
+	script := `os call introspection.work >/dev/null && touch ` + flags + `/called; ` +
+		`while [ ! -f ` + flags + `/go ]; do sleep 0.05; done; os call introspection.work >/dev/null`
+	doc := func(entry string) []byte {
+		script, _ := json.Marshal(script)
+		return []byte(`{"version": 1, "extensions": {` + entry + `}, "scopes": {"t": {
+  "authorization": {"operations": ["@introspection.reader"], "reads": ["work"]},
+  "bindings": {"b": {"executor": "shell", "config": {"command": ["sh", "-c", ` + string(script) + `]}, "operations": ["@introspection.reader"]}}}}}`)
+	}
+	enabled, disabled := `"introspection": {"enabled": true}`, `"introspection": {"enabled": false}`
+	if err := os.WriteFile(filepath.Join(state, ConfigFile), doc(enabled), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, state)
+	results := func(w storage.Work) []string {
+		t.Helper()
+		exes := r.executions(w.ID)
+		if len(exes) != 1 {
+			t.Fatalf("Work %s has %d executions", w.ID, len(exes))
+		}
+		calls, err := r.d.store.ListToolbeltCalls(context.Background(), &storage.ListToolbeltCallsParams{Execution: exes[0].ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range calls {
+			if c.Operation == introspection.OpWork {
+				out = append(out, c.Result)
+			}
+		}
+		return out
+	}
+	apply := func(entry string) {
+		t.Helper()
+		r.apply(doc(entry), r.d.cfg.Active().Generation)
+	}
+	touch := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(flags, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Enabled: the first call passes; disabled by an apply while the
+	// attempt runs, its next call is refused.
+	a := r.create("t", "b")
+	deadline := time.Now().Add(guard)
+	for {
+		if _, err := os.Stat(filepath.Join(flags, "called")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first call never passed:\n%s", r.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	apply(disabled)
+	touch("go")
+	r.terminal(a.ID)
+	if got := results(a); !slices.Equal(got, []string{"ok", "forbidden"}) {
+		t.Fatalf("the attempt's calls %v, want ok then forbidden once disabled", got)
+	}
+
+	// No entry: opt-in, so not enabled.
+	apply(``)
+	b := r.terminal(r.create("t", "b").ID)
+	if got := results(b); !slices.Equal(got, []string{"forbidden", "forbidden"}) {
+		t.Fatalf("with no entry, the calls %v, want forbidden twice", got)
+	}
+
+	// Enabled again: both calls pass.
+	apply(enabled)
+	c := r.terminal(r.create("t", "b").ID)
+	if got := results(c); !slices.Equal(got, []string{"ok", "ok"}) {
+		t.Fatalf("enabled again, the calls %v, want ok twice", got)
 	}
 }

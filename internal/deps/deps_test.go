@@ -75,7 +75,7 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "internal/config", "internal/executor", "internal/executor/shell"},
+	"internal/bootstrap": {"extension", "extensions/introspection", "internal/config", "internal/executor", "internal/executor/shell"},
 	"internal/daemon": {"extension", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
@@ -86,7 +86,7 @@ var rules = map[string][]string{
 
 	// First-party extensions: the public contracts and wire types only,
 	// reading through a port of their own that the daemon adapts.
-	"extensions/introspection": {"api", "extension"},
+	"extensions/introspection": {"api", "extension", "extension/inproc"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},

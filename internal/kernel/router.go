@@ -421,8 +421,8 @@ func (r *Runtime) wakeInTx(ctx context.Context, tx storage.Tx, waitID string, ev
 	if _, err := r.QueueInputInTx(ctx, tx, w.Work, ev.ID); err != nil {
 		return err
 	}
-	ready := storage.WorkReady
-	_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.Work, FromStates: []storage.WorkState{storage.WorkWaiting}, State: &ready, Now: now})
+	ready, none := storage.WorkReady, ""
+	_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.Work, FromStates: []storage.WorkState{storage.WorkWaiting}, State: &ready, WaitReason: &none, Now: now})
 	if errors.Is(err, storage.ErrFenced) {
 		return nil
 	}

@@ -195,9 +195,55 @@ func (r *Runtime) TimeoutWaitInTx(ctx context.Context, tx storage.Tx, waitID str
 	if _, err := r.QueueInputInTx(ctx, tx, w.Work, ev.ID); err != nil {
 		return false, err
 	}
-	ready := storage.WorkReady
-	if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.Work, FromStates: []storage.WorkState{storage.WorkWaiting}, State: &ready, Now: now}); err != nil && !errors.Is(err, storage.ErrFenced) {
+	ready, none := storage.WorkReady, ""
+	if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.Work, FromStates: []storage.WorkState{storage.WorkWaiting}, State: &ready, WaitReason: &none, Now: now}); err != nil && !errors.Is(err, storage.ErrFenced) {
 		return false, err
 	}
 	return true, nil
+}
+
+// StartWait parks a ready Work before its first attempt: a start gate's
+// plan.
+type StartWait struct {
+	Work string
+	// Revision fences the Work: it is parked only if it has not changed
+	// since the gate was asked.
+	Revision int64
+	// Spec is the plan's wait, owned by the gating registration
+	// (Spec.Registration).
+	Spec WaitSpec
+	// Watermark is the acceptance sequence of the last event the gate was
+	// shown (the Work's core.work.created or its last input): registration
+	// backscans every event accepted after it.
+	Watermark int64
+	// Reason is shown on the waiting Work (storage.Work.WaitReason).
+	Reason string
+}
+
+// StartWaitInTx parks a ready, unheld Work that has no attempt on a start
+// gate's plan, in tx: the Work waits with the reason, and the Wait is
+// registered (no execution, epoch 0) with its timeout armed, like a
+// declared wait (RegisterWaitInTx, whose backscan may wake it at once).
+// A Work that moved since it was read is storage.ErrFenced (the caller's
+// transaction then rolls back). The reason is the caller's, already safe
+// and short.
+func (r *Runtime) StartWaitInTx(ctx context.Context, tx storage.Tx, sw StartWait) (storage.Wait, error) {
+	if err := sw.Spec.Check(); err != nil {
+		return storage.Wait{}, err
+	}
+	waiting := storage.WorkWaiting
+	w, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
+		ID: sw.Work, FromStates: []storage.WorkState{storage.WorkReady}, Revision: sw.Revision, State: &waiting, WaitReason: &sw.Reason, Now: r.clock.Now(),
+	})
+	if err != nil {
+		return storage.Wait{}, err
+	}
+	if w.Held() || w.Attempts > 0 {
+		return storage.Wait{}, storage.ErrFenced
+	}
+	spec := sw.Spec
+	if spec.Watermark == 0 {
+		spec.Watermark = sw.Watermark
+	}
+	return r.RegisterWaitInTx(ctx, tx, RegisterWait{Work: sw.Work, Spec: spec, DefaultWatermark: sw.Watermark})
 }

@@ -19,8 +19,6 @@ const (
 	HoldSecretUnavailable  = "secret_unavailable"
 	HoldAttemptLost        = "attempt_lost"
 	HoldBindingUnavailable = "binding_unavailable"
-	HoldStartGate          = "start_gate"
-	HoldStartGateFailed    = "start_gate_failed"
 	HoldToolbeltFailed     = "toolbelt_unavailable"
 )
 
@@ -220,7 +218,7 @@ func (r *Runtime) FinishWorkInTx(ctx context.Context, tx storage.Tx, workID stri
 	data := f.Data
 	w, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
 		ID: workID, FromStates: storage.NonterminalWorkStates, State: &f.State, OutcomeMessage: &f.Message,
-		OutcomeData: &data, BlockedReason: &empty, BlockedDetail: &empty, Now: now,
+		OutcomeData: &data, BlockedReason: &empty, BlockedDetail: &empty, WaitReason: &empty, Now: now,
 	})
 	if errors.Is(err, storage.ErrFenced) {
 		return storage.Work{}, storage.Event{}, Refuse(extension.ErrConflict, ErrWorkState.Code, "Work %s has already finished", workID)

@@ -16,10 +16,13 @@
 //	from                 to                    when
 //	(new)                ready                 created, with its core.work.created
 //	ready                running               claimed: a new execution, or its parked one resumed
+//	ready                waiting               a start gate parks it before its first attempt
+//	ready                failed                a start gate refuses its first attempt
 //	running              waiting               Complete applies a declared wait
 //	running              ready                 Complete: succeeded, but input was queued after the
 //	                                           attempt's watermark; or the attempt could not start
-//	waiting              ready                 a wake (an event satisfies the Wait) or its timeout
+//	waiting              ready                 a wake (an event satisfies the Wait) or its timeout;
+//	                                           a start gate's Work has its gates asked again
 //	running              succeeded|failed|     Complete: the executor's result, or a declared outcome
 //	                     cancelled
 //	ready|running|       cancelled             Work cancel
@@ -77,6 +80,32 @@
 // Work that has not ended is held attempt_lost until an operator checks
 // and retries it. A parked execution cancelled by an operator finishes
 // cancelled at once.
+//
+// # Start gates
+//
+// Before a Work's first attempt (no attempt yet, no live execution) the
+// claim asks the start gates (Options.StartGates, for the Work's scope and
+// the generation the attempt would be pinned to) in registration-name
+// order, outside any transaction, each bounded by StartGateTimeout. They
+// are shown the Work, its binding and its queued inputs. Every gate
+// letting it through, the claim goes on. The first that does not decides:
+//
+//   - park (a WaitPlan): in one transaction the Work goes from ready to
+//     waiting with the gate's reason (WaitReason, "start gate <name>:
+//     <reason>"), and a Wait owned by the gate's registration, with no
+//     execution, is registered like a declared wait (its timeout armed,
+//     backscanned from the last event the gate was shown). Its events or
+//     its timeout make the Work ready again (the reason cleared, the
+//     waking event or core.wait.timed_out queued as its input) and the
+//     next claim asks every gate again;
+//   - refuse (an *extension.OperationError): the Work fails with the
+//     gate's message, its outcome data {"code", "gate"};
+//   - fail: a panic, a timeout, an invalid plan or any other error fails
+//     the Work with gate_failed (only the error's Go type is logged).
+//
+// A retry of a refused Work asks the gates again (it still has had no
+// attempt); a later attempt, a resume or a recovery never asks them. A
+// shutdown that cuts a gate short decides nothing: the Work stays ready.
 //
 // # Limits
 //

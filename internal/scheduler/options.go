@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -104,18 +105,19 @@ func (e *SecretError) Error() string {
 	return fmt.Sprintf("secret %s could not be resolved (%s)", e.Name, e.Code)
 }
 
-// StartGate is asked before a Work's first attempt starts (outside any
-// transaction). nil lets it start; a *HoldError holds the Work with its
-// reason; any other error holds it with start_gate_failed.
-type StartGate func(ctx context.Context, w storage.Work) error
-
-// HoldError asks the scheduler to hold a Work.
-type HoldError struct {
-	Reason string
-	Detail string
+// StartGate is one registration's start gate.
+type StartGate struct {
+	// Registration is the registration name: it orders the gates and owns
+	// the wait a park registers.
+	Registration string
+	Gate         extension.StartGate
 }
 
-func (e *HoldError) Error() string { return "hold: " + e.Reason + ": " + e.Detail }
+// StartGates is the port to the start gates: those to ask about a Work of
+// scope whose first attempt would be pinned to generation. The daemon
+// composes it from the registrations; the scheduler asks them in
+// registration-name order whatever order they come in (see startgate.go).
+type StartGates func(scope string, generation int64) []StartGate
 
 // Options configure a Scheduler.
 type Options struct {
@@ -141,8 +143,11 @@ type Options struct {
 	PlaybookDir string
 	// Secrets resolves an attempt's environment; optional.
 	Secrets SecretsFunc
-	// StartGate is asked before a Work's first attempt; optional.
-	StartGate StartGate
+	// StartGates are asked before a Work's first attempt; optional.
+	StartGates StartGates
+	// StartGateTimeout bounds one start gate's answer (default 30s): past
+	// it the gate fails closed (gate_failed).
+	StartGateTimeout time.Duration
 	// ExecutionsDir holds one host-owned directory per execution (the
 	// RunRequest's Dir), kept across recoveries.
 	ExecutionsDir string
@@ -189,6 +194,9 @@ func (o *Options) check() error {
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = 10 * time.Second
+	}
+	if o.StartGateTimeout <= 0 {
+		o.StartGateTimeout = 30 * time.Second
 	}
 	o.Limits = o.Limits.withDefaults()
 	return nil

@@ -266,15 +266,6 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 	if hasLive && live.State != storage.ExecutionParked {
 		return false, nil
 	}
-	if !hasLive && w.Attempts == 0 && s.o.StartGate != nil {
-		if gerr := s.o.StartGate(ctx, w); gerr != nil {
-			var h *HoldError
-			if errors.As(gerr, &h) {
-				return false, s.hold(ctx, w.ID, h.Reason, h.Detail)
-			}
-			return false, s.hold(ctx, w.ID, kernel.HoldStartGateFailed, "the start gate failed; retry the Work to ask it again")
-		}
-	}
 	var gen int64
 	if hasLive {
 		gen = live.Generation
@@ -286,6 +277,11 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 	ex := s.o.Executors[b.Executor]
 	if ex == nil {
 		return false, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
+	}
+	if !hasLive && w.Attempts == 0 {
+		if pass, err := s.askStartGates(ctx, w, b.Generation); !pass {
+			return false, err
+		}
 	}
 	resume := hasLive && ex.Info().Has(executor.CapResume)
 

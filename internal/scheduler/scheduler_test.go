@@ -575,37 +575,6 @@ func TestSecretFailureHoldsWithASafeDiagnostic(t *testing.T) {
 	}
 }
 
-func TestStartGate(t *testing.T) {
-	asked := 0
-	h := newHarness(t, func(o *scheduler.Options) {
-		o.StartGate = func(_ context.Context, w storage.Work) error {
-			asked++
-			if asked == 1 {
-				return &scheduler.HoldError{Reason: "awaiting_approval", Detail: "a person must approve this Work"}
-			}
-			return nil
-		}
-	})
-	w := h.create("b1")
-	h.tick()
-	if got := h.work(w.ID); got.BlockedReason != "awaiting_approval" {
-		t.Fatalf("work = %+v", got)
-	}
-	if _, err := h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID}); err != nil {
-		t.Fatal(err)
-	}
-	h.tick()
-	seg := h.plain.Next(t)
-	// A later attempt does not ask the gate again.
-	h.finish(seg, executor.Result{Outcome: executor.Failed})
-	h.ctl.Retry(operator, kernel.ControlRequest{Target: w.ID})
-	h.tick()
-	h.plain.Next(t)
-	if asked != 2 {
-		t.Fatalf("the gate was asked %d times, want 2", asked)
-	}
-}
-
 func TestInputQueuedWhileRunningStartsAnotherAttempt(t *testing.T) {
 	h := newHarness(t, nil)
 	h.routes["s1"] = []kernel.Route{{ID: "q", MatchType: "pr.*", Effect: kernel.EffectQueue}}

@@ -128,6 +128,7 @@ type UpdateWorkParams struct {
 	State          *WorkState
 	BlockedReason  *string
 	BlockedDetail  *string
+	WaitReason     *string
 	OutcomeMessage *string
 	OutcomeData    *json.RawMessage
 	InputWatermark *int64

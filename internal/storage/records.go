@@ -90,6 +90,10 @@ type Work struct {
 	BlockedReason string
 	// BlockedDetail is a short, safe explanation of the hold.
 	BlockedDetail string
+	// WaitReason says why a waiting Work waits when a start gate parked
+	// it before its first attempt ("" otherwise); the kernel clears it
+	// when the Work leaves waiting.
+	WaitReason string
 	// Parent is the Work that created this one ("" for none).
 	Parent string
 	// CreatedEvent is the Work's core.work.created event.

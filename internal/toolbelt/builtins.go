@@ -126,21 +126,30 @@ func deliveryID(call *toolCall, part string) string {
 	return "req/" + call.tok.Execution + "/" + part + "/" + call.requestID
 }
 
-// checkEmission applies the emit rule: a namespaced type whose family
-// (first segment) is neither core nor a registration's namespace (those
-// are emitted only by that registration's translated emissions) and, when
-// the daemon set EmitAllowed, one it allows for the binding; and a
-// correlation key the Work owns.
+// checkEmission applies the emit rule: a type whose family (first
+// segment) is not core; for a translated emission (an operation's Emit),
+// the family of the operation's own registration and no other; for the
+// execution's own (emit, create_work's input), a family that is no
+// registration's namespace and, when the daemon set EmitAllowed, one the
+// configuration allows the scope; and a correlation key the Work owns.
+// The configured rule and a translation of another family are the bare
+// 403 forbidden, their precise reason logged.
 func (tb *Toolbelt) checkEmission(ctx context.Context, rd storage.Reader, s *segment, call *toolCall, em extension.Emission, translated bool) error {
 	family, _, _ := strings.Cut(em.Type, ".")
 	if kernel.IsCore(em.Type) {
 		return kernel.Refuse(extension.ErrInvalid, kernel.ErrCoreTypeReserved.Code, "type %s is reserved for the host; emit a namespaced type of your own", em.Type)
 	}
-	if !translated && tb.registeredFamily(family) {
-		return kernel.Refuse(extension.ErrInvalid, "family_not_allowed", "the %s.* family belongs to the %s extension and is emitted only through its operations", family, family)
-	}
-	if tb.opts.EmitAllowed != nil && !tb.opts.EmitAllowed(call.tok.Scope, call.tok.Binding, em.Type) {
-		return kernel.Refuse(extension.ErrInvalid, "family_not_allowed", "binding %s may not emit %s", call.tok.Binding, em.Type)
+	if translated {
+		if owner, _, _ := strings.Cut(call.op, "."); family != owner {
+			return forbid("operation %s translated its input into %s; a translated emission carries only its own registration's family %s.*", call.op, em.Type, owner)
+		}
+	} else {
+		if tb.registeredFamily(family) {
+			return kernel.Refuse(extension.ErrInvalid, "family_not_allowed", "the %s.* family belongs to the %s extension and is emitted only through its operations", family, family)
+		}
+		if tb.opts.EmitAllowed != nil && !tb.opts.EmitAllowed(call.tok.Scope, call.tok.Binding, em.Type) {
+			return forbid("binding %s of scope %s may not emit %s: the configuration's authorization.emit does not list the %s family", call.tok.Binding, call.tok.Scope, em.Type, family)
+		}
 	}
 	if em.CorrelationKey != "" {
 		owner, err := rd.GetKeyOwner(ctx, s.work.Scope, em.CorrelationKey)

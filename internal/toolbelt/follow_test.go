@@ -137,3 +137,46 @@ func TestActionsFollowTheActiveGeneration(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want once", len(rec.calls()))
 	}
 }
+
+// The start gates the scheduler is given follow the generations: a
+// registration is listed only when both the generation the first attempt
+// would be pinned to and the active one enable it for the Work's scope;
+// a registration without a start gate is never listed; the order is the
+// registration names'.
+func TestStartGatesFollowTheGeneration(t *testing.T) {
+	allow := extension.StartGateFunc(func(context.Context, extension.StartRequest) (*extension.WaitPlan, error) { return nil, nil })
+	host := toolbelt.NewHost(nil)
+	for _, reg := range []extension.Registration{{Name: "zeta", StartGate: allow}, {Name: "alpha", StartGate: allow}, {Name: "plain"}} {
+		if err := host.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say := map[int64]map[string]toolbelt.Enablement{}
+	host.Follow(func(gen int64, reg string) toolbelt.Enablement {
+		if e, ok := say[gen][reg]; ok {
+			return e
+		}
+		return toolbelt.Enablement{Enabled: true}
+	})
+	names := func(gen int64, scope string) []string {
+		var out []string
+		for _, r := range host.StartGates(gen, scope) {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	if got := names(3, "s"); len(got) != 2 || got[0] != "alpha" || got[1] != "zeta" {
+		t.Fatalf("start gates %v, want alpha then zeta", got)
+	}
+	say[3] = map[string]toolbelt.Enablement{"alpha": {Enabled: true, Scopes: []string{"other"}}}
+	if got := names(3, "s"); len(got) != 1 || got[0] != "zeta" {
+		t.Fatalf("generation 3 enables alpha elsewhere: start gates %v, want zeta", got)
+	}
+	if got := names(4, "s"); len(got) != 2 {
+		t.Fatalf("generation 4 enables both: start gates %v", got)
+	}
+	say[0] = map[string]toolbelt.Enablement{"zeta": {}}
+	if got := names(4, "s"); len(got) != 1 || got[0] != "alpha" {
+		t.Fatalf("the active generation disables zeta: start gates %v, want alpha", got)
+	}
+}

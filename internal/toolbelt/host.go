@@ -24,6 +24,9 @@ type Catalog interface {
 	// SetExtensionConfig gives a registered extension the check of its
 	// own configuration (extensions.<name>.config).
 	SetExtensionConfig(name string, check func(config json.RawMessage) error) error
+	// SetExtensionOptIn makes a registered extension opt-in: enabled only
+	// where a configuration entry enables it.
+	SetExtensionOptIn(name string) error
 	// CheckPlaybooks reports whether AddPlaybooks would accept an
 	// extension's playbooks, changing nothing.
 	CheckPlaybooks(playbooks []extension.Playbook) error
@@ -194,6 +197,12 @@ func (h *Host) Register(reg extension.Registration) error {
 				return fmt.Errorf("registration %s: %w", reg.Name, err)
 			}
 		}
+		if reg.OptIn {
+			// Cannot fail either: the extension was just added.
+			if err := h.catalog.SetExtensionOptIn(reg.Name); err != nil {
+				return fmt.Errorf("registration %s: %w", reg.Name, err)
+			}
+		}
 	}
 	reg.Operations = slices.Clone(reg.Operations)
 	reg.Playbooks = slices.Clone(reg.Playbooks)
@@ -327,6 +336,24 @@ func (h *Host) gates(scope string) []extension.Registration {
 	}
 	h.mu.RUnlock()
 	out = slices.DeleteFunc(out, func(r extension.Registration) bool { return !h.enablement(0, r.Name).In(scope) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// StartGates returns the registrations with a start gate that serve scope
+// for a first attempt pinned to generation (both it and the active
+// generation enable them there), in name order: the ones the scheduler
+// asks before that attempt starts.
+func (h *Host) StartGates(generation int64, scope string) []extension.Registration {
+	h.mu.RLock()
+	var out []extension.Registration
+	for _, r := range h.regs {
+		if r.StartGate != nil {
+			out = append(out, r)
+		}
+	}
+	h.mu.RUnlock()
+	out = slices.DeleteFunc(out, func(r extension.Registration) bool { return !h.enabledFor(generation, r.Name, scope) })
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -107,8 +107,11 @@ type Options struct {
 	// AuthorizeRead is the scope's current read ceiling (read_context).
 	// Required.
 	AuthorizeRead func(scope, read string) bool
-	// EmitAllowed, when set, further limits the event types a binding may
-	// emit (see the emit rule in docs/toolbelt.md).
+	// EmitAllowed, when set, further limits the event types an
+	// execution of a binding may emit itself (emit, create_work's input;
+	// not a translated emission): the daemon answers it from the active
+	// configuration's authorization.emit. A type it refuses is the bare
+	// 403 forbidden (see the emit rule in docs/toolbelt.md).
 	EmitAllowed func(scope, binding, eventType string) bool
 	// Lifetime, when positive, bounds a token's life below the attempt
 	// deadline.
@@ -496,10 +499,12 @@ func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Toke
 }
 
 // ceilingInTx is the ceiling link inside the call's transaction: the
-// scope's ceiling as of the latest generation committed in tx's snapshot.
-// Writers are serialised, so a call whose transaction starts after a
-// narrowing generation committed sees it and is refused, and one that
-// commits before it was accepted before the narrowing.
+// scope's ceiling as of the latest generation committed in tx's snapshot,
+// and, for an extension operation, that generation enabling its
+// registration for the scope (else the operation is undeclared). Writers
+// are serialised, so a call whose transaction starts after a narrowing or
+// disabling generation committed sees it and is refused, and one that
+// commits before it was accepted before the change.
 func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storage.Token, op string) error {
 	var gen int64
 	g, err := rd.LatestGeneration(ctx)
@@ -515,6 +520,12 @@ func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storag
 	}
 	if !ok {
 		return notGranted{forbid("the ceiling of scope %s as of generation %d does not allow %s", t.Scope, gen, op)}
+	}
+	if !extension.IsBuiltin(op) {
+		r, ok := tb.host.operation(op)
+		if !ok || !tb.host.enablement(gen, r.reg).In(t.Scope) {
+			return notGranted{forbid("operation %s is not declared for scope %s as of generation %d", op, t.Scope, gen)}
+		}
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func Event(e storage.Event) api.Event {
 func Work(w storage.Work) api.Work {
 	return api.Work{
 		ID: w.ID, Scope: w.Scope, Binding: w.Binding, State: string(w.State),
-		BlockedReason: w.BlockedReason, BlockedDetail: w.BlockedDetail, Parent: w.Parent, CreatedEvent: w.CreatedEvent,
+		BlockedReason: w.BlockedReason, BlockedDetail: w.BlockedDetail, WaitReason: w.WaitReason, Parent: w.Parent, CreatedEvent: w.CreatedEvent,
 		OutcomeMessage: w.OutcomeMessage, OutcomeData: w.OutcomeData, Grants: w.Grants,
 		InputWatermark: w.InputWatermark, InputCount: w.InputCount, Attempts: w.Attempts,
 		Revision: w.Revision, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,

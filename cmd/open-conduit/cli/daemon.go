@@ -3,7 +3,6 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
@@ -47,7 +46,7 @@ the next daemon adopts them. Logs go to standard error, as text or, with
 					return failf("%v", err)
 				}
 			}
-			err := runDaemon(cmd.Context(), daemon.Options{StateDir: state, LogFormat: logFormat, Stderr: s.Err, Extensions: bootstrap.Extensions()})
+			err := runDaemon(cmd.Context(), daemon.Options{StateDir: state, LogFormat: logFormat, Stderr: s.Err})
 			if err != nil {
 				return failf("%v", err)
 			}

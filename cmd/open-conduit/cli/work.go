@@ -63,6 +63,9 @@ func printWork(w io.Writer, wk *client.Work) error {
 	if wk.Held() {
 		rows = append(rows, []string{"held", wk.BlockedReason + ": " + wk.BlockedDetail})
 	}
+	if wk.WaitReason != "" {
+		rows = append(rows, []string{"waiting on", wk.WaitReason})
+	}
 	if wk.Parent != "" {
 		rows = append(rows, []string{"parent", wk.Parent})
 	}

@@ -25,9 +25,6 @@ type Port struct {
 	// Reads is the scope's current read ceiling (the same check
 	// read_context makes).
 	Reads func(scope, read string) bool
-	// EnabledAt reports whether a committed generation enables the
-	// extension for a scope.
-	EnabledAt func(ctx context.Context, generation int64, scope string) (bool, error)
 }
 
 var _ introspection.Port = (*Port)(nil)
@@ -101,11 +98,6 @@ func (p *Port) Waits(ctx context.Context, q introspection.ListQuery) ([]api.Wait
 
 // AuthorizeRead asks the read ceiling.
 func (p *Port) AuthorizeRead(scope, read string) bool { return p.Reads(scope, read) }
-
-// Enabled asks the generation.
-func (p *Port) Enabled(ctx context.Context, generation int64, scope string) (bool, error) {
-	return p.EnabledAt(ctx, generation, scope)
-}
 
 func convert[T, U any](rows []T, err error, out func(T) U) ([]U, error) {
 	if err != nil {

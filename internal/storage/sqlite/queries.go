@@ -282,7 +282,7 @@ func (q queries) GetCausalRoot(ctx context.Context, root string) (storage.Causal
 
 // ---- work ----
 
-const workCols = `id, scope, binding, state, blocked_reason, blocked_detail, parent, created_event, outcome_message, outcome_data, grants, input_watermark, input_count, attempts, revision, created_at, updated_at`
+const workCols = `id, scope, binding, state, blocked_reason, blocked_detail, parent, created_event, outcome_message, outcome_data, grants, input_watermark, input_count, attempts, revision, created_at, updated_at, wait_reason`
 
 func scanWork(r scanner) (storage.Work, error) {
 	var w storage.Work
@@ -290,7 +290,7 @@ func scanWork(r scanner) (storage.Work, error) {
 	var grants string
 	var created, updated int64
 	err := r.Scan(&w.ID, &w.Scope, &w.Binding, &w.State, &w.BlockedReason, &w.BlockedDetail, &parent, &w.CreatedEvent,
-		&w.OutcomeMessage, &outcome, &grants, &w.InputWatermark, &w.InputCount, &w.Attempts, &w.Revision, &created, &updated)
+		&w.OutcomeMessage, &outcome, &grants, &w.InputWatermark, &w.InputCount, &w.Attempts, &w.Revision, &created, &updated, &w.WaitReason)
 	if err != nil {
 		return w, err
 	}

@@ -139,6 +139,9 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 	if p.BlockedDetail != nil {
 		set, args = append(set, "blocked_detail = ?"), append(args, *p.BlockedDetail)
 	}
+	if p.WaitReason != nil {
+		set, args = append(set, "wait_reason = ?"), append(args, *p.WaitReason)
+	}
 	if p.OutcomeMessage != nil {
 		set, args = append(set, "outcome_message = ?"), append(args, *p.OutcomeMessage)
 	}

@@ -11,7 +11,7 @@ import (
 
 // Controls of the work area: Work, keys and inputs.
 
-var updateWorkZeroesNilFields = txControl("update_work_zeroes_nil_fields", "UpdateWork clears the hold and the outcome it was not asked to change",
+var updateWorkZeroesNilFields = txControl("update_work_zeroes_nil_fields", "UpdateWork clears the hold, the wait reason and the outcome it was not asked to change",
 	func(_ storage.Store, tx storage.Tx) storage.Tx { return zeroesNilTx{tx} })
 
 type zeroesNilTx struct{ storage.Tx }
@@ -19,7 +19,7 @@ type zeroesNilTx struct{ storage.Tx }
 func (t zeroesNilTx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
 	q := *p
 	empty, none := "", json.RawMessage(nil)
-	for _, f := range []**string{&q.BlockedReason, &q.BlockedDetail, &q.OutcomeMessage} {
+	for _, f := range []**string{&q.BlockedReason, &q.BlockedDetail, &q.WaitReason, &q.OutcomeMessage} {
 		if *f == nil {
 			*f = &empty
 		}

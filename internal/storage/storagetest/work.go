@@ -265,13 +265,13 @@ func workRoundTrip(ctx context.Context, s storage.Store) error {
 	if err := wantErr(dup, storage.ErrDuplicate, "a second Work with the same id"); err != nil {
 		return err
 	}
-	held, detail, msg, wm := "operator_hold", "held by ann", "done so far", int64(3)
+	held, detail, msg, wm, why := "operator_hold", "held by ann", "done so far", int64(3), "start gate g: a person approves it"
 	data := json.RawMessage(`{"x":1}`)
 	var updated, stateOnly, cleared storage.Work
 	err = s.WithTx(ctx, func(tx storage.Tx) error {
 		var err error
 		updated, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &held, BlockedDetail: &detail, OutcomeMessage: &msg,
-			OutcomeData: &data, InputWatermark: &wm, AddAttempts: 2, Now: at(5)})
+			WaitReason: &why, OutcomeData: &data, InputWatermark: &wm, AddAttempts: 2, Now: at(5)})
 		if err != nil {
 			return err
 		}
@@ -293,9 +293,9 @@ func workRoundTrip(ctx context.Context, s storage.Store) error {
 	}
 	return first(
 		want(updated.BlockedReason == held && updated.BlockedDetail == detail && updated.Held() && updated.OutcomeMessage == msg && sameJSON(updated.OutcomeData, data) &&
-			updated.InputWatermark == 3 && updated.Attempts == 2 && updated.State == storage.WorkReady && updated.Revision > w.Revision && updated.UpdatedAt.Equal(at(5)) &&
+			updated.WaitReason == why && updated.InputWatermark == 3 && updated.Attempts == 2 && updated.State == storage.WorkReady && updated.Revision > w.Revision && updated.UpdatedAt.Equal(at(5)) &&
 			fmt.Sprint(updated.Grants) == "[g1 g2]" && updated.Parent == "wrk_parent" && updated.CreatedAt.Equal(at(1)), "updated work = %+v", updated),
-		want(stateOnly.State == storage.WorkRunning && stateOnly.BlockedReason == held && stateOnly.BlockedDetail == detail && stateOnly.OutcomeMessage == msg &&
+		want(stateOnly.State == storage.WorkRunning && stateOnly.BlockedReason == held && stateOnly.BlockedDetail == detail && stateOnly.OutcomeMessage == msg && stateOnly.WaitReason == why &&
 			sameJSON(stateOnly.OutcomeData, data) && stateOnly.InputWatermark == 3 && stateOnly.Attempts == 3 && stateOnly.Revision > updated.Revision,
 			"an update of the state alone changed other fields: %+v", stateOnly),
 		want(!cleared.Held() && cleared.BlockedDetail == detail && cleared.State == storage.WorkRunning, "clearing the hold = %+v", cleared),
