@@ -175,10 +175,12 @@ func (s *secretResolver) resolve(ctx context.Context, req scheduler.SecretsReque
 }
 
 // startGates is the scheduler's port to the registrations' start gates:
-// every registration that carries one, asked in every scope and
-// generation (the scheduler orders them by registration name). nil when
-// none carries one.
-func startGates(regs []extension.Registration) scheduler.StartGates {
+// those of the registrations that carry one and that both the generation
+// the first attempt would be pinned to and the active one enable for the
+// Work's scope (the scheduler orders them by registration name), as the
+// host asks gates only of enabled registrations. nil when none carries
+// one.
+func startGates(regs []extension.Registration, exts toolbelt.Extensions) scheduler.StartGates {
 	var gates []scheduler.StartGate
 	for _, r := range regs {
 		if r.StartGate != nil {
@@ -188,7 +190,15 @@ func startGates(regs []extension.Registration) scheduler.StartGates {
 	if len(gates) == 0 {
 		return nil
 	}
-	return func(string, int64) []scheduler.StartGate { return gates }
+	return func(scope string, generation int64) []scheduler.StartGate {
+		var out []scheduler.StartGate
+		for _, g := range gates {
+			if exts(generation, g.Registration).In(scope) && (generation == 0 || exts(0, g.Registration).In(scope)) {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
 }
 
 // emitAllowed is the toolbelt's configured emit rule: the active
