@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extensions/human"
 	"github.com/open-conduit/open-conduit/extensions/introspection"
 )
 
@@ -14,6 +15,9 @@ import (
 // calls then fail.
 type Ports struct {
 	Introspection introspection.Port
+	// Human keeps the human extension's approvals and resolves its
+	// operations lists (zero: registered for its names only).
+	Human human.Options
 }
 
 // Extensions returns the extensions this release bundles, reading through
@@ -23,5 +27,5 @@ type Ports struct {
 // and a test holds every bundled toolset to the members it had
 // (testdata/toolsets.json).
 func Extensions(ports Ports) []extension.Registration {
-	return []extension.Registration{introspection.Registration(ports.Introspection)}
+	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human)}
 }

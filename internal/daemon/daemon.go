@@ -20,6 +20,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
+	"github.com/open-conduit/open-conduit/internal/daemon/humanport"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
@@ -130,6 +131,11 @@ type Daemon struct {
 	store storage.Store
 	cfg   configSource
 	rt    *kernel.Runtime
+	ids   *ids.Generator
+	// regs are every registration on host, the release's and the
+	// embedder's; human is the human extension's port.
+	regs  []extension.Registration
+	human *humanport.Port
 	ctl   *kernel.Control
 	tb    *toolbelt.Toolbelt
 	dirs  *runs.Dirs
@@ -222,6 +228,7 @@ func (d *Daemon) defaults() error {
 		if err := d.host.Register(ext); err != nil {
 			return fmt.Errorf("cannot register extension %s: %w", ext.Name, err)
 		}
+		d.regs = append(d.regs, ext)
 	}
 	if o.TickInterval <= 0 {
 		o.TickInterval = DefaultTickInterval
@@ -298,6 +305,7 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 // toolbelt, the executors, the scheduler and the management server.
 func (d *Daemon) build(ctx context.Context) error {
 	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
+	d.ids = gen
 	d.owner = gen.New(OwnerPrefix)
 	if err := d.registerRelease(); err != nil {
 		return err
@@ -328,6 +336,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.rt, err = kernel.New(kernel.Options{Clock: d.clock, IDs: gen, Routes: routesOf(d.cfg), Causal: causalOf(limits)}); err != nil {
 		return err
 	}
+	d.human.Runtime = d.rt
 	d.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: d.rt, Store: d.store, Scopes: svc})
 	// Registrations follow the generations from here on: what each one
 	// enables is asked on every call, so an apply takes effect at once.

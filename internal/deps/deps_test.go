@@ -75,18 +75,22 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "extensions/introspection", "internal/config", "internal/executor", "internal/executor/shell"},
-	"internal/daemon": {"extension", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
-		"internal/configsvc", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
+	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor", "internal/executor/shell"},
+	"internal/daemon": {"extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
 	// The daemon's adapter of storage to the introspection extension's
 	// port: the extension itself never knows the store.
 	"internal/daemon/introspectport": {"api", "extensions/introspection", "internal/storage", "internal/wire"},
+	// The daemon's adapter of storage and the kernel to the human
+	// extension's port.
+	"internal/daemon/humanport": {"extension", "extensions/human", "internal/ids", "internal/kernel", "internal/storage"},
 
 	// First-party extensions: the public contracts and wire types only,
 	// reading through a port of their own that the daemon adapts.
 	"extensions/introspection": {"api", "extension", "extension/inproc"},
+	"extensions/human":         {"extension", "extension/inproc"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},

@@ -30,6 +30,7 @@ const (
 	Generation = "gen"
 	Input      = "inp"
 	Request    = "req"
+	Approval   = "apr"
 )
 
 // Generator makes identifiers from an injected clock and entropy source. IDs

@@ -63,6 +63,7 @@ type Store interface {
 type Reader interface {
 	ToolbeltReader
 	ManagementReader
+	ApprovalReader
 	GetEvent(ctx context.Context, id string) (Event, error)
 	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
 	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
@@ -120,6 +121,7 @@ type Reader interface {
 type Tx interface {
 	ToolbeltTx
 	ManagementTx
+	ApprovalTx
 	Reader
 
 	// InsertEvent appends an event. The engine assigns Seq: the next

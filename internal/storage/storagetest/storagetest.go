@@ -3,7 +3,8 @@
 // executions with their leases and epochs, declarations, waits and timers;
 // the toolbelt's tokens, request records and call records; the management
 // API's credentials, idempotency records, configuration generations, scope
-// records and cursor key; and artifacts' metadata), written once and run
+// records and cursor key; artifacts' metadata; and the human extension's
+// approvals), written once and run
 // against every engine (SQLite today, PostgreSQL next) so that they keep the
 // same rules.
 //
@@ -129,6 +130,7 @@ func Cases() []Case {
 		{"generations", generationCases()},
 		{"cursorkey", cursorKeyCases()},
 		{"artifacts", artifactCases()},
+		{"approvals", approvalCases()},
 	} {
 		for _, c := range a.cases {
 			c.Area = a.name
