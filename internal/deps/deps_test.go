@@ -53,6 +53,12 @@ var rules = map[string][]string{
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
 	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
+
+	// The agent executors: agent holds their shared, process-free parts.
+	"internal/executor/agent":      {},
+	"internal/executor/claudecode": {"extension", "internal/executor", "internal/executor/agent"},
+	"internal/executor/codex":      {"extension", "internal/executor", "internal/executor/agent"},
+
 	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
