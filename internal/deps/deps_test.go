@@ -81,7 +81,8 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "internal/config", "internal/executor", "internal/executor/shell"},
+	"internal/bootstrap": {"extension", "internal/config", "internal/executor", "internal/executor/agent",
+		"internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"extension", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
