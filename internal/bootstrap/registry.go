@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/agent"
+	"github.com/open-conduit/open-conduit/internal/executor/claudecode"
+	"github.com/open-conduit/open-conduit/internal/executor/codex"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 )
 
@@ -22,12 +26,50 @@ var ShellExecutorInfo = executor.Info{
 // shell.ValidateConfig. Work that adds executors to the release extends it
 // here; extensions are added by the host that registers them
 // (toolbelt.Host).
+//
+// The claude-code and codex executors are registered for their configs
+// only: a binding naming one is checked (and its playbook named), but the
+// daemon has no such executor to run, so its Work is held as
+// binding_unavailable until a release runs them.
 func ReleaseRegistry() *config.Registry {
 	r := config.NewRegistry()
 	if err := r.AddExecutor(ShellExecutorInfo, checkShellConfig); err != nil {
 		panic(err)
 	}
+	agents := []struct {
+		info  executor.Info
+		check func(json.RawMessage) error
+		namer extension.PlaybookNamer
+	}{
+		{claudecode.Info, claudecode.ValidateConfig, claudecode.Executor{}},
+		{codex.Info, codex.ValidateConfig, codex.Executor{}},
+	}
+	for _, a := range agents {
+		if err := r.AddExecutor(a.info, checkAgentConfig(a.check)); err != nil {
+			panic(err)
+		}
+		if err := r.SetPlaybookNamer(a.info.Name, a.namer); err != nil {
+			panic(err)
+		}
+	}
 	return r
+}
+
+// checkAgentConfig runs an agent executor's strict config parse and hands
+// its problems on with their places.
+func checkAgentConfig(check func(json.RawMessage) error) config.ConfigCheck {
+	return func(raw json.RawMessage) error {
+		err := check(raw)
+		var ce *agent.ConfigError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		out := &config.ExecutorConfigError{}
+		for _, p := range ce.Problems {
+			out.Problems = append(out.Problems, config.Diagnostic{Pointer: p.Pointer, Code: config.Code(p.Code), Remedy: p.Remedy})
+		}
+		return out
+	}
 }
 
 // checkShellConfig runs the shell executor's own strict config parse and

@@ -116,3 +116,32 @@ func TestDocumentedExamplesPassTheRelease(t *testing.T) {
 		t.Fatalf("%d examples found, want 4", n)
 	}
 }
+
+// TestReleaseRegistryChecksAgentConfigs: the agent executors are
+// registered resume-capable, their config problems come back at their
+// places, and the playbook a config names is checked like a binding's.
+func TestReleaseRegistryChecksAgentConfigs(t *testing.T) {
+	reg := ReleaseRegistry()
+	for _, name := range []string{"claude-code", "codex"} {
+		info, ok := reg.Executor(name)
+		if !ok || info.Transport != executor.TransportOS || !info.Has(executor.CapToolbelt) || !info.Has(executor.CapResume) {
+			t.Fatalf("%s: %+v %v", name, info, ok)
+		}
+		text := `{"version": 1, "scopes": {"a": {"bindings": {
+			"ok": {"executor": "` + name + `", "config": {"model": "m", "prompt": "{{range .Events}}{{end}}"}, "requires": ["resume"]},
+			"bad": {"executor": "` + name + `", "config": {"model": "m", "prompt": "{{", "max_turns": 0, "tools": ["mcp__os__emit"], "colour": 1}},
+			"pb": {"executor": "` + name + `", "config": {"model": "m", "prompt": "p", "playbook": "no-such-playbook"}}
+		}}}}`
+		_, res := config.Validate([]byte(text), reg)
+		want := []want{
+			{"/scopes/a/bindings/bad/config/colour", config.CodeUnknownField},
+			{"/scopes/a/bindings/bad/config/max_turns", config.CodeInvalidValue},
+			{"/scopes/a/bindings/bad/config/prompt", config.CodeInvalidValue},
+			{"/scopes/a/bindings/bad/config/tools/0", config.CodeInvalidValue},
+			{"/scopes/a/bindings/pb/config", config.CodeUnknownReference},
+		}
+		if g := got(res.Diagnostics); !slices.Equal(g, want) {
+			t.Fatalf("%s: got  %v\nwant %v", name, g, want)
+		}
+	}
+}

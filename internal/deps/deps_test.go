@@ -53,6 +53,12 @@ var rules = map[string][]string{
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
 	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
+
+	// The agent executors: agent holds their shared, process-free parts.
+	"internal/executor/agent":      {},
+	"internal/executor/claudecode": {"extension", "internal/executor", "internal/executor/agent"},
+	"internal/executor/codex":      {"extension", "internal/executor", "internal/executor/agent"},
+
 	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
@@ -75,7 +81,8 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor", "internal/executor/shell"},
+	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
+		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
