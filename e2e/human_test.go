@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/open-conduit/open-conduit/api"
 )
 
 // The human extension end to end: the test daemon (the real daemon with
@@ -178,6 +180,98 @@ func TestHumanDenialOfACall(t *testing.T) {
 	code, _, stderr := a2.sh(credCall)
 	if code != 1 || !strings.Contains(stderr, "approval_denied") || !strings.Contains(stderr, "not on a friday") {
 		t.Errorf("os call after the denial: exit %d %q, want 1 approval_denied with the reason", code, stderr)
+	}
+	a2.exit(0)
+	e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) })
+}
+
+// A start approval holds a listed binding's Work before its first
+// attempt: no execution starts, work get shows why it waits; once the
+// operator approves, the attempt starts and runs.
+func TestHumanApprovalOfAStart(t *testing.T) {
+	e := newEnv(t)
+	ctl := e.humanEnv(map[string]any{"scopes": []string{"t"}, "config": map[string]any{"bindings": []string{"agent"}}})
+	w := e.createWork("t")
+	var held api.Work
+	until(t, "Work "+w.ID+" waiting on its start approval", func() bool {
+		e.cliJSON(&held, "work", "get", w.ID)
+		return held.State == "waiting" || terminal(held.State)
+	})
+	list := e.approvals()
+	if held.State != "waiting" || len(list) != 1 || list[0].Kind != "start" || list[0].Work != w.ID || list[0].State != "pending" || list[0].Binding != "agent" {
+		t.Fatalf("Work %+v, approvals %+v: want the Work waiting on one pending start approval", held, list)
+	}
+	id := list[0].ID
+	if !strings.Contains(held.WaitReason, id) {
+		t.Errorf("the waiting Work's wait reason %q does not name approval %s", held.WaitReason, id)
+	}
+	code, out, stderr := e.cli("work", "get", w.ID)
+	if code != 0 || !strings.Contains(out, id) {
+		t.Errorf("work get: exit %d %q %q, want the wait reason naming %s", code, out, stderr, id)
+	}
+	if exes := e.executions(w.ID); len(exes) != 0 {
+		t.Fatalf("executions %+v before the approval, want none", exes)
+	}
+	if code, out, stderr := e.cli("approvals", "approve", id); code != 0 {
+		t.Fatalf("approvals approve: exit %d %q %q", code, out, stderr)
+	}
+	x := e.runningExecution(w.ID)
+	a := agentOf(t, ctl, x.ID)
+	a.mustSh("os call read_context")
+	a.exit(0)
+	if got := e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) }); got.State != "succeeded" {
+		t.Fatalf("the approved Work ended %s", got.State)
+	}
+	if exes := e.executions(w.ID); len(exes) != 1 {
+		t.Errorf("executions %+v, want the one approved attempt", exes)
+	}
+}
+
+// Disabling the human extension by config apply lets the next call
+// through, without a restart: first by enabled false, then (after it is
+// enabled again and holds the call once more) by removing its entry.
+func TestHumanDisabledByConfigApply(t *testing.T) {
+	e := newEnv(t)
+	human := map[string]any{"scopes": []string{"t"}, "config": map[string]any{"operations": []string{"e2ecred.credential"}}}
+	ctl := e.humanEnv(human)
+	w := e.createWork("t")
+	x := e.runningExecution(w.ID)
+	a := agentOf(t, ctl, x.ID)
+	apply := func(entry map[string]any) {
+		t.Helper()
+		file := writeFile(t, filepath.Join(e.root, "next.json"), e.humanConfig(ctl, entry))
+		if code, out, stderr := e.cli("config", "apply", file); code != 0 {
+			t.Fatalf("config apply: exit %d %q %q", code, out, stderr)
+		}
+	}
+	disabled := map[string]any{"enabled": false, "scopes": []string{"t"}, "config": human["config"]}
+	apply(disabled)
+	if out := a.mustSh(credCall); !strings.Contains(out, "pw-"+w.ID) {
+		t.Fatalf("the call with the extension disabled answered %q, want the credential", out)
+	}
+	apply(human)
+	parkedOn(t, a)
+	a.exit(0)
+	e.waitWork(w.ID, "waiting", func(w work) bool { return w.State == "waiting" || terminal(w.State) })
+
+	apply(nil)
+	// The parked Work waits on an approval nobody can decide now (no
+	// scope serves the human actions); an operator wakes it by hand, and
+	// its next attempt's call passes.
+	if code, out, stderr := e.cli("approvals", "list", "--scope", "t"); code == 0 {
+		t.Errorf("approvals list with the entry removed: exit 0 %q %q, want the actions not served", out, stderr)
+	}
+	var woken struct {
+		Matched bool `json:"matched"`
+	}
+	e.cliJSON(&woken, "work", "wake", w.ID, "--type", "human.approval.decided")
+	if !woken.Matched {
+		t.Fatal("the wake did not match the parked call's wait")
+	}
+	x2 := e.runningExecution(w.ID, x.ID)
+	a2 := agentOf(t, ctl, x2.ID)
+	if out := a2.mustSh(credCall); !strings.Contains(out, "pw-"+w.ID) {
+		t.Fatalf("the call with the entry removed answered %q, want the credential", out)
 	}
 	a2.exit(0)
 	e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) })
