@@ -276,3 +276,46 @@ func TestHumanDisabledByConfigApply(t *testing.T) {
 	a2.exit(0)
 	e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) })
 }
+
+// A gate that panics fails closed: the test daemon's e2egate, asked to
+// panic on e2ecred.credential, makes that call 422 gate_failed (recorded
+// as toolbelt.rejected, gate_refused by e2egate, as the spec says), while builtins pass, the attempt keeps its
+// authority and the daemon keeps serving.
+func TestPanickingGateFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	ctl := e.writeAgentConfig(agentOps)
+	writeFile(t, filepath.Join(e.state, "config.json"), e.humanConfig(ctl, nil))
+	e.startTestDaemon("E2E_GIT_PASSWORD=pw", "E2E_GATE_PANIC=e2ecred.credential")
+	w := e.createWork("t")
+	x := e.runningExecution(w.ID)
+	a := agentOf(t, ctl, x.ID)
+	r := sockDo(t, e.execSocket(x.ID), "POST", "/v1/toolbelt/call", e.execToken(x.ID), nil, callBody(t, "e2ecred.credential", credInput, nil))
+	wantRefusal(t, "the call the gate panics on", r, 422, "gate_failed")
+	if strings.Contains(string(r.Body), "pw-") || strings.Contains(string(r.Body), "asked to panic") {
+		t.Errorf("the refusal %s carries the credential or the panic's text", r.Body)
+	}
+	if code, _, stderr := a.sh(credCall); code != 1 || !strings.Contains(stderr, "gate_failed") {
+		t.Errorf("os call of the operation the gate panics on: exit %d %q, want 1 gate_failed", code, stderr)
+	}
+	if out := a.mustSh("os call read_context"); !strings.Contains(out, w.ID) {
+		t.Errorf("read_context after the refusals answered %q", out)
+	}
+	a.mustSh("os emit e2e.after")
+	var calls page[api.ToolbeltCall]
+	e.cliJSON(&calls, "toolbelt", "calls", "--execution", x.ID, "--kind", "toolbelt.rejected")
+	if len(calls.Items) != 2 {
+		t.Fatalf("refusals %+v, want the two gated calls", calls.Items)
+	}
+	for _, c := range calls.Items {
+		if c.Operation != "e2ecred.credential" || c.Result != "gate_refused" || c.Gate != "e2egate" {
+			t.Errorf("refusal %+v, want e2ecred.credential gate_refused by e2egate", c)
+		}
+	}
+	if strings.Contains(e.allLogs(), "asked to panic") {
+		t.Error("the panic's text reached the daemon's log")
+	}
+	a.exit(0)
+	if got := e.waitWork(w.ID, "terminal", func(w work) bool { return terminal(w.State) }); got.State != "succeeded" {
+		t.Errorf("the Work ended %s", got.State)
+	}
+}
