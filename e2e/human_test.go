@@ -136,8 +136,8 @@ func TestHumanApprovalOfACall(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("approvals approve: exit %d %q %q", code, out, stderr)
 	}
-	if ap := e.approvalOf(id); ap.State != "approved" || ap.Actor != "operator:local" {
-		t.Errorf("approval after approve %+v, want approved by operator:local", ap)
+	if ap := e.approvalOf(id); ap.State != "approved" || ap.Actor != "operator:local" || ap.Note != "go ahead" {
+		t.Errorf("approval after approve %+v, want approved by operator:local with the note", ap)
 	}
 	x2 := e.runningExecution(w.ID, x1.ID)
 	a2 := agentOf(t, ctl, x2.ID)
@@ -169,6 +169,9 @@ func TestHumanDenialOfACall(t *testing.T) {
 	}
 	if code, out, stderr := e.cli("approvals", "deny", id, "--reason", "not on a friday"); code != 0 {
 		t.Fatalf("approvals deny: exit %d %q %q", code, out, stderr)
+	}
+	if ap := e.approvalOf(id); ap.State != "denied" || ap.Actor != "operator:local" || ap.Note != "not on a friday" {
+		t.Errorf("approval after deny %+v, want denied by operator:local with the reason", ap)
 	}
 	x2 := e.runningExecution(w.ID, x1.ID)
 	a2 := agentOf(t, ctl, x2.ID)
