@@ -19,6 +19,11 @@
 // between a claim and its launch (a secret is resolved after the claim,
 // before the executor starts anything).
 //
+// A second extension, e2egate, is only a gate: it lets every call
+// through, except that with E2E_GATE_PANIC naming an operation it panics
+// when asked about a call to that operation, so the suite can show that a
+// gate that panics fails closed.
+//
 // It exists only for tests: it must never be shipped, built into a release
 // or registered by the production daemon. The password it hands out comes
 // from its own environment (E2E_GIT_PASSWORD) and is never logged.
@@ -59,7 +64,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	opts := daemon.Options{
 		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe, Registry: reg,
-		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv))},
+		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv)), panicGateExtension(os.Getenv(PanicGateEnv))},
 	}
 	if v := os.Getenv("E2E_KEYRING"); v != "" {
 		opts.Keyring = testKeyring{value: v, stall: os.Getenv("E2E_KEYRING_STALL")}
@@ -152,4 +157,20 @@ func (k testKeyring) Get(_, user string) (string, error) {
 		select {}
 	}
 	return k.value + "-" + user, nil
+}
+
+// PanicGateEnv names the variable naming the operation e2egate's gate
+// panics on.
+const PanicGateEnv = "E2E_GATE_PANIC"
+
+// panicGateExtension is a registration with only a gate, which panics
+// when asked about a call to operation (none when it is empty) and lets
+// every other call through.
+func panicGateExtension(operation string) extension.Registration {
+	return extension.Registration{Name: "e2egate", Gate: extension.GateFunc(func(_ context.Context, req extension.GateRequest) (*extension.WaitPlan, error) {
+		if operation != "" && req.Operation == operation {
+			panic("e2egate: asked to panic on " + operation)
+		}
+		return nil, nil
+	})}
 }
