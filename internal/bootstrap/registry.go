@@ -41,8 +41,8 @@ func ReleaseRegistry() *config.Registry {
 		check func(json.RawMessage) error
 		namer extension.PlaybookNamer
 	}{
-		{claudecode.Info, claudecode.ValidateConfig, claudecode.Executor{}},
-		{codex.Info, codex.ValidateConfig, codex.Executor{}},
+		{claudecode.Info, claudecode.ValidateConfig, claudecode.Executor},
+		{codex.Info, codex.ValidateConfig, codex.Executor},
 	}
 	for _, a := range agents {
 		if err := r.AddExecutor(a.info, checkAgentConfig(a.check)); err != nil {

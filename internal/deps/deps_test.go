@@ -55,7 +55,7 @@ var rules = map[string][]string{
 	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
 
 	// The agent executors: agent holds their shared, process-free parts.
-	"internal/executor/agent":      {},
+	"internal/executor/agent":      {"extension", "internal/executor"},
 	"internal/executor/claudecode": {"extension", "internal/executor", "internal/executor/agent"},
 	"internal/executor/codex":      {"extension", "internal/executor", "internal/executor/agent"},
 

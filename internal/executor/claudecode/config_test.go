@@ -1,11 +1,9 @@
 package claudecode
 
 import (
-	"context"
 	"errors"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agent"
 )
 
@@ -18,34 +16,14 @@ func TestConfigDefaultsAndPlaybook(t *testing.T) {
 	if cfg.Binary != "claude" || cfg.Secrets["api_key"] != "ANTHROPIC_API_KEY" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if got := (Executor{}).PlaybookName(raw); got != "answer-issue" {
+	if got := Executor.PlaybookName(raw); got != "answer-issue" {
 		t.Fatalf("playbook %q", got)
 	}
-	if got := (Executor{}).PlaybookName([]byte(`{"model": "m"}`)); got != "" {
+	if got := Executor.PlaybookName([]byte(`{"model": "m"}`)); got != "" {
 		t.Fatalf("a config that does not parse names no playbook, got %q", got)
 	}
 	var ce *agent.ConfigError
 	if err := ValidateConfig([]byte(`{"prompt": "p"}`)); !errors.As(err, &ce) || ce.Problems[0].Pointer != "/model" {
 		t.Fatalf("got %v", err)
-	}
-}
-
-func TestExecutorRunsNothing(t *testing.T) {
-	e := Executor{}
-	if e.Info().Name != Name || !e.Info().Has(executor.CapResume) || e.Info().Transport != executor.TransportOS {
-		t.Fatalf("info %+v", e.Info())
-	}
-	ctx := context.Background()
-	if _, err := e.Run(ctx, executor.RunRequest{}); !errors.Is(err, ErrNotImplemented) {
-		t.Fatalf("run: %v", err)
-	}
-	if _, err := e.Resume(ctx, executor.RunRequest{}); !errors.Is(err, ErrNotImplemented) {
-		t.Fatalf("resume: %v", err)
-	}
-	if _, err := e.Recover(ctx, executor.RunRequest{}); !errors.Is(err, executor.ErrGone) {
-		t.Fatalf("recover: %v", err)
-	}
-	if err := e.Stop(ctx, executor.RunRequest{}, 0); err != nil {
-		t.Fatalf("stop: %v", err)
 	}
 }

@@ -1,12 +1,8 @@
 package codex
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"time"
 
-	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agent"
 )
@@ -44,45 +40,10 @@ func ValidateConfig(raw json.RawMessage) error {
 	return err
 }
 
-// ErrNotImplemented is what Run and Resume answer in this release.
-var ErrNotImplemented = errors.New("executor codex: running the agent is not yet implemented in this release")
+// ErrNotImplemented is what Run and Resume answer in this release
+// (agent.ErrNotImplemented).
+var ErrNotImplemented = agent.ErrNotImplemented
 
-// Executor is the codex executor. In this release it checks configs
-// and names playbooks; it runs nothing.
-type Executor struct{}
-
-var (
-	_ executor.Executor       = Executor{}
-	_ extension.PlaybookNamer = Executor{}
-)
-
-// Info describes the executor.
-func (Executor) Info() executor.Info { return Info }
-
-// PlaybookName names the playbook a (checked) binding config starts the
-// agent's turns on; "" for none or a config that does not parse.
-func (Executor) PlaybookName(config json.RawMessage) string {
-	cfg, err := ParseConfig(config)
-	if err != nil {
-		return ""
-	}
-	return cfg.Playbook
-}
-
-// Run refuses: this release does not run the agent.
-func (Executor) Run(context.Context, executor.RunRequest) (executor.Result, error) {
-	return executor.Result{}, ErrNotImplemented
-}
-
-// Recover finds nothing: no segment of this executor was ever started.
-func (Executor) Recover(context.Context, executor.RunRequest) (executor.Result, error) {
-	return executor.Result{}, executor.ErrGone
-}
-
-// Resume refuses: this release does not run the agent.
-func (Executor) Resume(context.Context, executor.RunRequest) (executor.Result, error) {
-	return executor.Result{}, ErrNotImplemented
-}
-
-// Stop has nothing to stop.
-func (Executor) Stop(context.Context, executor.RunRequest, time.Duration) error { return nil }
+// Executor is the executor as this release has it: it checks configs and
+// names playbooks; it runs nothing (see agent.Executor).
+var Executor = agent.Executor{Spec: Spec, Desc: Info}
