@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/buildinfo"
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
@@ -237,7 +237,7 @@ func (d *Daemon) defaults() error {
 		o.SweepInterval = DefaultSweepInterval
 	}
 	if o.Version == "" {
-		o.Version = buildVersion()
+		o.Version = buildinfo.Version()
 	}
 	if o.Executable == "" {
 		exe, err := os.Executable()
@@ -255,14 +255,6 @@ func (d *Daemon) defaults() error {
 		}
 	}
 	return nil
-}
-
-// buildVersion is the module version the binary was built at.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // takeState prepares the state directory (0700, refused when unsafe) and

@@ -46,6 +46,7 @@ var rules = map[string][]string{
 	"internal/unixhttp":   {},
 	"internal/unixsock":   {},
 	"internal/reaper":     {},
+	"internal/buildinfo":  {},
 	"internal/ids":        {"internal/clock"},
 	"internal/statedir":   {"internal/atomicfile", "internal/unixsock"},
 
@@ -83,7 +84,7 @@ var rules = map[string][]string{
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
-	"internal/daemon": {"extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+	"internal/daemon": {"internal/buildinfo", "extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
@@ -106,9 +107,9 @@ var rules = map[string][]string{
 	// Programs.
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
-	"cmd/open-conduit/cli": {"client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
+	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
 		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
-	"cmd/os/oscli":   {"extension", "internal/cliexit", "osclient"},
+	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
 

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/open-conduit/open-conduit/internal/buildinfo"
 	"github.com/open-conduit/open-conduit/osclient"
 	"github.com/spf13/cobra"
 )
@@ -75,7 +75,7 @@ func newMCPServer(ctx context.Context, c *osclient.Client, warn io.Writer) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "open-conduit-os", Version: version()}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "open-conduit-os", Version: buildinfo.Version()}, &mcp.ServerOptions{
 		Instructions: instructionsOf(*g),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
@@ -213,11 +213,4 @@ func freshRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "mcp_" + hex.EncodeToString(b[:])
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
