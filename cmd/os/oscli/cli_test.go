@@ -445,10 +445,15 @@ func TestGitCredentialInProcess(t *testing.T) {
 	tb := newToolbelt(t)
 	request := "protocol=https\nhost=github.com\npath=acme/widgets.git\nusername=x-access-token\ncapability[]=authtype\n\n"
 
-	// Nothing granted serves git.credential: no output, exit 0, no call.
+	// Nothing granted serves git.credential: no output, exit 0, no call,
+	// and standard error says why.
 	r := run(t, tb, nil, request, "git-credential", "get")
-	if r.code != ExitOK || r.out != "" {
+	if r.code != ExitOK || r.out != "" || !strings.Contains(r.err, "serves git.credential") {
 		t.Fatalf("with nothing serving: exit %d, %q, %s", r.code, r.out, r.err)
+	}
+	// A request without a host: nothing to answer, and it says so.
+	if r := run(t, tb, nil, "protocol=https\n\n", "git-credential", "get"); r.code != ExitOK || r.out != "" || !strings.Contains(r.err, "no protocol and host") {
+		t.Fatalf("without a host: exit %d, %q, %s", r.code, r.out, r.err)
 	}
 	if got := tb.last(); got.Path != "/v1/toolbelt/serving" || got.Query != "capability=git.credential" {
 		t.Errorf("asked %s?%s", got.Path, got.Query)

@@ -22,9 +22,11 @@ func newGitCredentialCmd(s Streams) *cobra.Command {
 
 For get, it asks the toolbelt which granted operation serves git.credential,
 calls the first with the protocol, host, path and username git sent, and
-prints the username and password. When no granted operation serves it, or
-os runs outside an execution, it prints nothing and exits 0, so git asks its
-next helper. store and erase (and any action git adds later) do nothing.`,
+prints the username and password. When no granted operation serves it, git
+sent no host, or os runs outside an execution, it prints nothing on standard
+output, says why on standard error and exits 0, so git asks its next
+helper; a refused call is reported and exits 1. store and erase (and any
+action git adds later) do nothing.`,
 		Args: args(1, "one action: get, store or erase"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			attrs, err := readCredentialRequest(s.In)
@@ -55,7 +57,9 @@ func gitCredentialGet(cmd *cobra.Command, s Streams, attrs map[string]string) er
 		}
 	}
 	if in.Protocol == "" || in.Host == "" {
-		return nil // nothing to answer; git asks its next helper
+		// Nothing to answer; git asks its next helper.
+		fmt.Fprintln(s.Err, "os git-credential: git sent no protocol and host (nor a url); no credential offered")
+		return nil
 	}
 	c, err := client(s)
 	if err != nil {
@@ -71,7 +75,8 @@ func gitCredentialGet(cmd *cobra.Command, s Streams, attrs map[string]string) er
 		return err
 	}
 	if len(serving.Operations) == 0 {
-		return nil // no granted operation serves git.credential
+		fmt.Fprintln(s.Err, "os git-credential: no operation granted to this execution serves git.credential; no credential offered (grant one to its binding, or let git use another helper)")
+		return nil
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
