@@ -92,8 +92,42 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 		for _, st := range staged {
 			_ = st.Discard()
 		}
+		return err
 	}
-	return err
+	s.logOutcome(ctx, executionID)
+	return nil
+}
+
+// logOutcome says at INFO, once the completion committed, what became of
+// the attempt and of its Work, with their ids: an operator reading the
+// daemon's log sees every attempt end and every Work that succeeded,
+// failed (with its message), was cancelled or is held, and why. It reads
+// the committed records; a read that fails only costs the line.
+func (s *Scheduler) logOutcome(ctx context.Context, executionID string) {
+	exe, err := s.store.GetExecution(ctx, executionID)
+	if err != nil {
+		return
+	}
+	w, err := s.store.GetWork(ctx, exe.Work)
+	if err != nil {
+		return
+	}
+	attrs := []any{"work", w.ID, "execution", exe.ID, "epoch", exe.Epoch, "scope", w.Scope, "binding", w.Binding,
+		"attempt", exe.State, "work_state", w.State}
+	if exe.Result != "" {
+		attrs = append(attrs, "result", exe.Result)
+	}
+	if exe.ExitCode != nil {
+		attrs = append(attrs, "exit_code", *exe.ExitCode)
+	}
+	switch {
+	case w.Held():
+		s.o.Logger.Info("attempt ended; work held", append(attrs, "reason", w.BlockedReason)...)
+	case w.State.Terminal():
+		s.o.Logger.Info("attempt ended; work "+string(w.State), append(attrs, "message", w.OutcomeMessage)...)
+	default:
+		s.o.Logger.Info("attempt ended", attrs...)
+	}
 }
 
 // fence is the first step of complete: the segment looked up and the
