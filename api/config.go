@@ -61,6 +61,9 @@ type Applied struct {
 	Hash               string    `json:"hash"`
 	PreviousGeneration int64     `json:"previous_generation"`
 	Warnings           []Warning `json:"warnings"`
+	// Unchanged is true when the document was the active generation's
+	// already: no generation was made, and Generation is the active one.
+	Unchanged bool `json:"unchanged,omitzero"`
 }
 
 // Diagnostic is one problem of a configuration: a JSON pointer, a stable

@@ -487,6 +487,10 @@ type ApplyResult struct {
 	// Completed: the generation was already active, published by the
 	// request this one retries (ApplyRequest.Retry); nothing changed now.
 	Completed bool
+	// Unchanged: the document is the active generation's (the same
+	// canonical hash), so no generation was made; Generation is the
+	// active one and Previous equals it.
+	Unchanged bool
 }
 
 // invalidConfig is the refusal of a configuration that does not validate,
@@ -530,6 +534,10 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 			return ApplyResult{Generation: cur.gen, Previous: req.ExpectedGeneration, Snapshot: cur.snap, Warnings: res.Warnings, Completed: true}, nil
 		}
 		return ApplyResult{}, staleGeneration(req.ExpectedGeneration)
+	}
+	if snap.Hash == cur.gen.Hash {
+		// The active configuration already: nothing to save or publish.
+		return ApplyResult{Generation: cur.gen, Previous: cur.gen.Number, Snapshot: cur.snap, Warnings: res.Warnings, Unchanged: true}, nil
 	}
 	if err := checkScopesInUse(ctx, s.opts.Store, cur.snap, snap); err != nil {
 		return ApplyResult{}, err

@@ -123,7 +123,7 @@ func validationOut(snap *config.Snapshot, res config.Result) api.Validation {
 
 // appliedOut is the body of a successful POST /v1/config/apply.
 func appliedOut(res configsvc.ApplyResult) api.Applied {
-	return api.Applied{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: warningsOut(res.Warnings)}
+	return api.Applied{Generation: res.Generation.Number, Hash: res.Generation.Hash, PreviousGeneration: res.Previous, Warnings: warningsOut(res.Warnings), Unchanged: res.Unchanged}
 }
 
 // diagnosticsOut never returns nil: the lists are always sent.

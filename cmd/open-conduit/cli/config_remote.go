@@ -165,6 +165,10 @@ reads the active generation first and applies against that.`,
 			for _, w := range res.Warnings {
 				fmt.Fprintln(s.Out, "warning:", w)
 			}
+			if res.Unchanged {
+				fmt.Fprintf(s.Out, "Unchanged: generation %d is already this configuration (hash %s); no generation was made.\n", res.Generation, res.Hash)
+				return nil
+			}
 			fmt.Fprintf(s.Out, "Applied: generation %d (was %d), hash %s.\n", res.Generation, res.PreviousGeneration, res.Hash)
 			return nil
 		},

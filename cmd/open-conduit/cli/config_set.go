@@ -69,6 +69,10 @@ generation first and changes that.`,
 			for _, w := range res.Warnings {
 				fmt.Fprintln(s.Out, "warning:", w)
 			}
+			if res.Unchanged {
+				fmt.Fprintf(s.Out, "Unchanged: %s already holds that value in generation %d; no generation was made.\n", pointer, res.Generation)
+				return nil
+			}
 			fmt.Fprintf(s.Out, "Set %s: generation %d (was %d), hash %s.\n", pointer, res.Generation, res.PreviousGeneration, res.Hash)
 			return nil
 		},
