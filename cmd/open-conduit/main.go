@@ -23,6 +23,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt)
 	var code int
 	if filepath.Base(os.Args[0]) == "os" {
 		code = oscli.Main(ctx, os.Args[1:], oscli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
@@ -30,5 +32,15 @@ func main() {
 		code = cli.Main(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	}
 	stop()
+	if code != 0 {
+		select {
+		case <-interrupted:
+			// A command cut short by Ctrl-C exits as a shell reports an
+			// interrupted program; one that finished its work (the daemon's
+			// graceful stop) keeps its own status.
+			code = 128 + int(syscall.SIGINT)
+		default:
+		}
+	}
 	os.Exit(code)
 }
