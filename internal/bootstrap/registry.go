@@ -7,7 +7,6 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/executor"
-	"github.com/open-conduit/open-conduit/internal/executor/agent"
 	"github.com/open-conduit/open-conduit/internal/executor/claudecode"
 	"github.com/open-conduit/open-conduit/internal/executor/codex"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
@@ -33,7 +32,7 @@ var ShellExecutorInfo = executor.Info{
 // binding_unavailable until a release runs them.
 func ReleaseRegistry() *config.Registry {
 	r := config.NewRegistry()
-	if err := r.AddExecutor(ShellExecutorInfo, checkShellConfig); err != nil {
+	if err := r.AddExecutor(ShellExecutorInfo, checkExecutorConfig(shell.ValidateConfig)); err != nil {
 		panic(err)
 	}
 	agents := []struct {
@@ -45,7 +44,7 @@ func ReleaseRegistry() *config.Registry {
 		{codex.Info, codex.ValidateConfig, codex.Executor},
 	}
 	for _, a := range agents {
-		if err := r.AddExecutor(a.info, checkAgentConfig(a.check)); err != nil {
+		if err := r.AddExecutor(a.info, checkExecutorConfig(a.check)); err != nil {
 			panic(err)
 		}
 		if err := r.SetPlaybookNamer(a.info.Name, a.namer); err != nil {
@@ -55,12 +54,12 @@ func ReleaseRegistry() *config.Registry {
 	return r
 }
 
-// checkAgentConfig runs an agent executor's strict config parse and hands
-// its problems on with their places.
-func checkAgentConfig(check func(json.RawMessage) error) config.ConfigCheck {
+// checkExecutorConfig runs an executor's own strict config parse and hands
+// its problems (an *executor.ConfigError) on with their places.
+func checkExecutorConfig(check func(json.RawMessage) error) config.ConfigCheck {
 	return func(raw json.RawMessage) error {
 		err := check(raw)
-		var ce *agent.ConfigError
+		var ce *executor.ConfigError
 		if !errors.As(err, &ce) {
 			return err
 		}
@@ -70,19 +69,4 @@ func checkAgentConfig(check func(json.RawMessage) error) config.ConfigCheck {
 		}
 		return out
 	}
-}
-
-// checkShellConfig runs the shell executor's own strict config parse and
-// hands its problems on with their places.
-func checkShellConfig(raw json.RawMessage) error {
-	err := shell.ValidateConfig(raw)
-	var ce *shell.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	out := &config.ExecutorConfigError{}
-	for _, p := range ce.Problems {
-		out.Problems = append(out.Problems, config.Diagnostic{Pointer: p.Pointer, Code: config.Code(p.Code), Remedy: p.Remedy})
-	}
-	return out
 }

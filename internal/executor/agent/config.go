@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
 )
 
 // Spec is what one agent executor adds to the shared config rules.
@@ -93,46 +95,19 @@ const (
 	CodeInvalidJSON  = "invalid_json"
 	CodeDuplicateKey = "duplicate_key"
 	CodeUnknownField = "unknown_field"
-	CodeNullValue    = "null_value"
-	CodeWrongType    = "wrong_type"
+	CodeNullValue    = executor.CodeNullValue
+	CodeWrongType    = executor.CodeWrongType
 	CodeMissingField = "missing_field"
 	CodeInvalidValue = "invalid_value"
 	CodeTooLarge     = "too_large"
 )
 
-// Problem is one thing wrong with a config. It never contains a configured
-// value.
-type Problem struct {
-	// Pointer is the RFC 6901 pointer of the offending member inside the
-	// binding's config ("" for the config itself).
-	Pointer string
-	Code    string
-	Remedy  string
-}
+// Problem is one thing wrong with a config (executor.ConfigProblem).
+type Problem = executor.ConfigProblem
 
-// ConfigError lists every problem of a config, in document order.
-type ConfigError struct {
-	Executor string
-	Problems []Problem
-}
-
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("invalid " + e.Executor + " executor config")
-	for i, p := range e.Problems {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		ptr := p.Pointer
-		if ptr == "" {
-			ptr = "(config)"
-		}
-		b.WriteString(ptr + ": " + p.Code + ": " + p.Remedy)
-	}
-	return b.String()
-}
+// ConfigError lists every problem of a config, in document order
+// (executor.ConfigError).
+type ConfigError = executor.ConfigError
 
 const configFields = "binary, model, playbook, prompt, tools, max_turns, timeout, workdir and secrets"
 
@@ -145,26 +120,26 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	p := &parser{spec: spec}
+	p := &parser{ConfigWalker: executor.ConfigWalker{Executor: spec.Executor}, spec: spec}
 	cfg := Config{Binary: spec.Binary, MaxTurns: DefaultTurns, Timeout: DefaultTimeout, Secrets: map[string]string{}}
 	for role, env := range spec.Secrets {
 		cfg.Secrets[role] = env
 	}
 	if !jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true)) {
-		p.add("", CodeInvalidJSON, "write the config as one JSON object in valid UTF-8")
-		return cfg, p.err()
+		p.Add("", CodeInvalidJSON, "write the config as one JSON object in valid UTF-8")
+		return cfg, p.Err()
 	}
-	p.dec = jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
-	if !p.expect("", '{', `write the config as an object such as {"model": "...", "prompt": "..."}`) {
-		return cfg, p.err()
+	p.Dec = jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
+	if !p.Expect("", '{', `write the config as an object such as {"model": "...", "prompt": "..."}`) {
+		return cfg, p.Err()
 	}
 	seen := map[string]bool{}
-	for p.dec.PeekKind() == '"' {
-		name := p.readString()
-		ptr := "/" + escapePointer(name)
+	for p.Dec.PeekKind() == '"' {
+		name := p.ReadString()
+		ptr := "/" + executor.EscapePointer(name)
 		if seen[name] {
-			p.add(ptr, CodeDuplicateKey, "give each member once")
-			p.skip()
+			p.Add(ptr, CodeDuplicateKey, "give each member once")
+			p.Skip()
 			continue
 		}
 		seen[name] = true
@@ -178,14 +153,14 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 			if s, ok := p.str(ptr, "name the model as a string"); ok {
 				cfg.Model = s
 				if !modelRule.MatchString(s) {
-					p.add(ptr, CodeInvalidValue, "name the model with up to 200 letters, digits and . _ : / @ + -, starting with a letter or digit")
+					p.Add(ptr, CodeInvalidValue, "name the model with up to 200 letters, digits and . _ : / @ + -, starting with a letter or digit")
 				}
 			}
 		case "playbook":
 			if s, ok := p.str(ptr, "name a playbook as a string"); ok {
 				cfg.Playbook = s
 				if !playbookRule.MatchString(s) {
-					p.add(ptr, CodeInvalidValue, "a playbook name is a lower-case letter followed by up to 62 lower-case letters, digits, '-' or '_'")
+					p.Add(ptr, CodeInvalidValue, "a playbook name is a lower-case letter followed by up to 62 lower-case letters, digits, '-' or '_'")
 				}
 			}
 		case "prompt":
@@ -204,20 +179,20 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 		case "secrets":
 			p.secrets(ptr, cfg.Secrets)
 		default:
-			p.add(ptr, CodeUnknownField, "remove it; the "+spec.Executor+" executor knows "+configFields)
-			p.skip()
+			p.Add(ptr, CodeUnknownField, "remove it; the "+spec.Executor+" executor knows "+configFields)
+			p.Skip()
 		}
 	}
 	if !seen["model"] {
-		p.add("/model", CodeMissingField, `name the model the agent asks for, e.g. "model": "..."`)
+		p.Add("/model", CodeMissingField, `name the model the agent asks for, e.g. "model": "..."`)
 	}
 	if !seen["prompt"] {
-		p.add("/prompt", CodeMissingField, `give the first turn's prompt as a template over the Work's input Events, e.g. "prompt": "{{range .Events}}{{.Type}}{{end}}"`)
+		p.Add("/prompt", CodeMissingField, `give the first turn's prompt as a template over the Work's input Events, e.g. "prompt": "{{range .Events}}{{.Type}}{{end}}"`)
 	}
 	if cfg.Tools == nil {
 		cfg.Tools = []string{}
 	}
-	return cfg, p.err()
+	return cfg, p.Err()
 }
 
 var (
@@ -231,87 +206,47 @@ var (
 
 // parser walks a syntactically valid document, collecting problems.
 type parser struct {
-	spec     Spec
-	dec      *jsontext.Decoder
-	problems []Problem
+	executor.ConfigWalker
+	spec Spec
 }
-
-func (p *parser) add(ptr, code, remedy string) {
-	p.problems = append(p.problems, Problem{Pointer: ptr, Code: code, Remedy: remedy})
-}
-
-func (p *parser) err() error {
-	if len(p.problems) == 0 {
-		return nil
-	}
-	return &ConfigError{Executor: p.spec.Executor, Problems: p.problems}
-}
-
-// expect consumes the start of a value of kind want ('{', '[', '"' or
-// '0'). If the value is of another kind it records the problem, skips the
-// value and returns false. For '"' and '0' the value is left to read.
-func (p *parser) expect(ptr string, want jsontext.Kind, remedy string) bool {
-	switch p.dec.PeekKind() {
-	case want:
-		if want == '{' || want == '[' {
-			p.dec.ReadToken()
-		}
-		return true
-	case 'n':
-		p.add(ptr, CodeNullValue, "remove the member or give it a value; "+remedy)
-	default:
-		p.add(ptr, CodeWrongType, remedy)
-	}
-	p.skip()
-	return false
-}
-
-func (p *parser) skip() { p.dec.SkipValue() }
-
-func (p *parser) readString() string {
-	tok, _ := p.dec.ReadToken()
-	return tok.String()
-}
-
-func (p *parser) end() { p.dec.ReadToken() }
 
 func (p *parser) str(ptr, remedy string) (string, bool) {
-	if !p.expect(ptr, '"', remedy) {
+	if !p.Expect(ptr, '"', remedy) {
 		return "", false
 	}
-	return p.readString(), true
+	return p.ReadString(), true
 }
 
 func (p *parser) binary(ptr, s string) {
 	const remedy = "name the agent program (looked up on PATH) or give its absolute path"
 	if strings.IndexByte(s, 0) >= 0 {
-		p.add(ptr, CodeInvalidValue, remedy)
+		p.Add(ptr, CodeInvalidValue, remedy)
 		return
 	}
 	if strings.ContainsRune(s, '/') {
 		if !filepath.IsAbs(s) || filepath.Clean(s) != s {
-			p.add(ptr, CodeInvalidValue, remedy+": a path is absolute and clean")
+			p.Add(ptr, CodeInvalidValue, remedy+": a path is absolute and clean")
 		}
 		return
 	}
 	if !programRule.MatchString(s) {
-		p.add(ptr, CodeInvalidValue, remedy+": a name is letters, digits and . _ + -, not starting with . or -")
+		p.Add(ptr, CodeInvalidValue, remedy+": a name is letters, digits and . _ + -, not starting with . or -")
 	}
 }
 
 func (p *parser) prompt(ptr, s string) *template.Template {
 	if len(s) > MaxPromptBytes {
-		p.add(ptr, CodeTooLarge, "keep the prompt template within 64 KiB; put long instructions in the playbook")
+		p.Add(ptr, CodeTooLarge, "keep the prompt template within 64 KiB; put long instructions in the playbook")
 		return nil
 	}
 	if strings.TrimSpace(s) == "" {
-		p.add(ptr, CodeInvalidValue, "write a prompt; an empty one gives the agent nothing to do")
+		p.Add(ptr, CodeInvalidValue, "write a prompt; an empty one gives the agent nothing to do")
 		return nil
 	}
 	t, err := template.New("prompt").Option("missingkey=error").Parse(s)
 	if err != nil {
 		// The parse error quotes the template: give only its line.
-		p.add(ptr, CodeInvalidValue, "the prompt is not a valid Go text/template"+templateLine(err.Error()))
+		p.Add(ptr, CodeInvalidValue, "the prompt is not a valid Go text/template"+templateLine(err.Error()))
 		return nil
 	}
 	return t
@@ -336,11 +271,11 @@ func templateLine(msg string) string {
 
 func (p *parser) tools(ptr string) []string {
 	const remedy = `list the agent's built-in tools it may use, e.g. ["Read", "Grep"]; [] allows none`
-	if !p.expect(ptr, '[', remedy) {
+	if !p.Expect(ptr, '[', remedy) {
 		return nil
 	}
 	tools := []string{}
-	for i := 0; p.dec.PeekKind() != ']'; i++ {
+	for i := 0; p.Dec.PeekKind() != ']'; i++ {
 		ep := ptr + "/" + strconv.Itoa(i)
 		s, ok := p.str(ep, "write each tool name as a string")
 		if !ok {
@@ -348,30 +283,30 @@ func (p *parser) tools(ptr string) []string {
 		}
 		switch {
 		case strings.HasPrefix(strings.ToLower(s), "mcp__"):
-			p.add(ep, CodeInvalidValue, "remove it; the toolbelt's operations reach the agent as MCP tools through the binding's operations and grants")
+			p.Add(ep, CodeInvalidValue, "remove it; the toolbelt's operations reach the agent as MCP tools through the binding's operations and grants")
 		case !toolRule.MatchString(s):
-			p.add(ep, CodeInvalidValue, "name a built-in tool: a letter, then letters, digits or '_', optionally with a (specifier) without commas")
+			p.Add(ep, CodeInvalidValue, "name a built-in tool: a letter, then letters, digits or '_', optionally with a (specifier) without commas")
 		case slices.Contains(tools, s):
-			p.add(ep, CodeDuplicateKey, "name each tool once")
+			p.Add(ep, CodeDuplicateKey, "name each tool once")
 		case len(tools) == MaxTools:
-			p.add(ep, CodeInvalidValue, "name at most 64 tools")
+			p.Add(ep, CodeInvalidValue, "name at most 64 tools")
 		default:
 			tools = append(tools, s)
 		}
 	}
-	p.end()
+	p.End()
 	return tools
 }
 
 func (p *parser) turns(ptr string) int {
 	const remedy = "give the most turns as a whole number from 1 to 500"
-	if !p.expect(ptr, '0', remedy) {
+	if !p.Expect(ptr, '0', remedy) {
 		return DefaultTurns
 	}
-	tok, _ := p.dec.ReadToken()
+	tok, _ := p.Dec.ReadToken()
 	n, err := strconv.ParseInt(tok.String(), 10, 64)
 	if err != nil || n < MinTurns || n > MaxTurns {
-		p.add(ptr, CodeInvalidValue, remedy)
+		p.Add(ptr, CodeInvalidValue, remedy)
 		return DefaultTurns
 	}
 	return int(n)
@@ -385,7 +320,7 @@ func (p *parser) timeout(ptr string) time.Duration {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < MinTimeout || d > MaxTimeout {
-		p.add(ptr, CodeInvalidValue, remedy)
+		p.Add(ptr, CodeInvalidValue, remedy)
 		return DefaultTimeout
 	}
 	return d
@@ -393,57 +328,57 @@ func (p *parser) timeout(ptr string) time.Duration {
 
 func (p *parser) workdir(ptr string) Workdir {
 	const remedy = `give an absolute directory, or {"git": {"repository": "...", "ref": "..."}} for a checkout of its own per Work`
-	switch p.dec.PeekKind() {
+	switch p.Dec.PeekKind() {
 	case '"':
-		dir := p.readString()
+		dir := p.ReadString()
 		if dir == "" || strings.IndexByte(dir, 0) >= 0 || !filepath.IsAbs(dir) {
-			p.add(ptr, CodeInvalidValue, remedy)
+			p.Add(ptr, CodeInvalidValue, remedy)
 			return Workdir{}
 		}
 		return Workdir{Dir: filepath.Clean(dir)}
 	case '{':
 	default:
-		p.expect(ptr, '{', remedy)
+		p.Expect(ptr, '{', remedy)
 		return Workdir{}
 	}
-	p.dec.ReadToken()
+	p.Dec.ReadToken()
 	var w Workdir
 	seen := false
-	for p.dec.PeekKind() == '"' {
-		name := p.readString()
-		mp := ptr + "/" + escapePointer(name)
+	for p.Dec.PeekKind() == '"' {
+		name := p.ReadString()
+		mp := ptr + "/" + executor.EscapePointer(name)
 		if name != "git" {
-			p.add(mp, CodeUnknownField, "remove it; a workdir object has only git")
-			p.skip()
+			p.Add(mp, CodeUnknownField, "remove it; a workdir object has only git")
+			p.Skip()
 			continue
 		}
 		if seen {
-			p.add(mp, CodeDuplicateKey, "give git once")
-			p.skip()
+			p.Add(mp, CodeDuplicateKey, "give git once")
+			p.Skip()
 			continue
 		}
 		seen = true
 		w = p.git(mp)
 	}
-	p.end()
+	p.End()
 	if !seen {
-		p.add(ptr+"/git", CodeMissingField, remedy)
+		p.Add(ptr+"/git", CodeMissingField, remedy)
 	}
 	return w
 }
 
 func (p *parser) git(ptr string) Workdir {
 	var w Workdir
-	if !p.expect(ptr, '{', `give {"repository": "...", "ref": "..."}`) {
+	if !p.Expect(ptr, '{', `give {"repository": "...", "ref": "..."}`) {
 		return w
 	}
 	seen := map[string]bool{}
-	for p.dec.PeekKind() == '"' {
-		name := p.readString()
-		mp := ptr + "/" + escapePointer(name)
+	for p.Dec.PeekKind() == '"' {
+		name := p.ReadString()
+		mp := ptr + "/" + executor.EscapePointer(name)
 		if seen[name] {
-			p.add(mp, CodeDuplicateKey, "give each member once")
-			p.skip()
+			p.Add(mp, CodeDuplicateKey, "give each member once")
+			p.Skip()
 			continue
 		}
 		seen[name] = true
@@ -452,24 +387,24 @@ func (p *parser) git(ptr string) Workdir {
 			if s, ok := p.str(mp, "give the repository's URL or absolute path as a string"); ok {
 				w.Repository = s
 				if rem := checkRepository(s); rem != "" {
-					p.add(mp, CodeInvalidValue, rem)
+					p.Add(mp, CodeInvalidValue, rem)
 				}
 			}
 		case "ref":
 			if s, ok := p.str(mp, "name a branch, tag or commit as a string"); ok {
 				w.Ref = s
 				if !validRef(s) {
-					p.add(mp, CodeInvalidValue, "name a branch, tag or commit: no spaces, control characters, .., ~ ^ : ? * [ \\, not starting with - or ending with / or .lock")
+					p.Add(mp, CodeInvalidValue, "name a branch, tag or commit: no spaces, control characters, .., ~ ^ : ? * [ \\, not starting with - or ending with / or .lock")
 				}
 			}
 		default:
-			p.add(mp, CodeUnknownField, "remove it; git knows repository and ref")
-			p.skip()
+			p.Add(mp, CodeUnknownField, "remove it; git knows repository and ref")
+			p.Skip()
 		}
 	}
-	p.end()
+	p.End()
 	if !seen["repository"] {
-		p.add(ptr+"/repository", CodeMissingField, "name the repository to check out, by URL or absolute path")
+		p.Add(ptr+"/repository", CodeMissingField, "name the repository to check out, by URL or absolute path")
 	}
 	return w
 }
@@ -530,16 +465,16 @@ func validRef(s string) bool {
 }
 
 func (p *parser) secrets(ptr string, into map[string]string) {
-	if !p.expect(ptr, '{', `map each secret the agent needs to the binding's secret by its variable name, e.g. {"api_key": "MODEL_API_KEY"}`) {
+	if !p.Expect(ptr, '{', `map each secret the agent needs to the binding's secret by its variable name, e.g. {"api_key": "MODEL_API_KEY"}`) {
 		return
 	}
 	seen := map[string]bool{}
-	for p.dec.PeekKind() == '"' {
-		role := p.readString()
-		mp := ptr + "/" + escapePointer(role)
+	for p.Dec.PeekKind() == '"' {
+		role := p.ReadString()
+		mp := ptr + "/" + executor.EscapePointer(role)
 		if seen[role] {
-			p.add(mp, CodeDuplicateKey, "give each secret once")
-			p.skip()
+			p.Add(mp, CodeDuplicateKey, "give each secret once")
+			p.Skip()
 			continue
 		}
 		seen[role] = true
@@ -548,16 +483,16 @@ func (p *parser) secrets(ptr string, into map[string]string) {
 			continue
 		}
 		if _, known := p.spec.Secrets[role]; !known || !roleRule.MatchString(role) {
-			p.add(mp, CodeUnknownField, "remove it; the "+p.spec.Executor+" executor needs "+strings.Join(sortedKeys(p.spec.Secrets), ", "))
+			p.Add(mp, CodeUnknownField, "remove it; the "+p.spec.Executor+" executor needs "+strings.Join(sortedKeys(p.spec.Secrets), ", "))
 			continue
 		}
 		if !envRule.MatchString(env) {
-			p.add(mp, CodeInvalidValue, "name the binding's secret by its environment variable name: upper-case letters, digits and '_', not starting with a digit")
+			p.Add(mp, CodeInvalidValue, "name the binding's secret by its environment variable name: upper-case letters, digits and '_', not starting with a digit")
 			continue
 		}
 		into[role] = env
 	}
-	p.end()
+	p.End()
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -567,9 +502,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// escapePointer escapes a member name for an RFC 6901 pointer.
-func escapePointer(name string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
 )
 
 // Config is a shell binding's executor config:
@@ -31,44 +33,18 @@ const (
 	CodeInvalidJSON  = "invalid_json"
 	CodeDuplicateKey = "duplicate_key"
 	CodeUnknownField = "unknown_field"
-	CodeNullValue    = "null_value"
-	CodeWrongType    = "wrong_type"
+	CodeNullValue    = executor.CodeNullValue
+	CodeWrongType    = executor.CodeWrongType
 	CodeMissingField = "missing_field"
 	CodeInvalidValue = "invalid_value"
 )
 
-// Problem is one thing wrong with a config. It never contains a configured
-// value.
-type Problem struct {
-	// Pointer is the RFC 6901 pointer of the offending member inside the
-	// binding's config ("" for the config itself).
-	Pointer string
-	Code    string
-	Remedy  string
-}
+// Problem is one thing wrong with a config (executor.ConfigProblem).
+type Problem = executor.ConfigProblem
 
-// ConfigError lists every problem of a config, in document order.
-type ConfigError struct {
-	Problems []Problem
-}
-
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("invalid shell executor config")
-	for i, p := range e.Problems {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		ptr := p.Pointer
-		if ptr == "" {
-			ptr = "(config)"
-		}
-		b.WriteString(ptr + ": " + p.Code + ": " + p.Remedy)
-	}
-	return b.String()
-}
+// ConfigError lists every problem of a config, in document order
+// (executor.ConfigError).
+type ConfigError = executor.ConfigError
 
 // ValidateConfig checks a binding's executor config and reports every
 // problem at once as a *ConfigError.
@@ -84,24 +60,24 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	p := &configParser{}
+	p := &configParser{ConfigWalker: executor.ConfigWalker{Executor: "shell"}}
 	var cfg Config
 	if !jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true)) {
-		p.add("", CodeInvalidJSON, "write the config as one JSON object in valid UTF-8")
-		return cfg, p.err()
+		p.Add("", CodeInvalidJSON, "write the config as one JSON object in valid UTF-8")
+		return cfg, p.Err()
 	}
-	p.dec = jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
-	if !p.expect("", '{', `write the config as an object such as {"command": ["sh", "-c", "./run.sh"]}`) {
-		return cfg, p.err()
+	p.Dec = jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
+	if !p.Expect("", '{', `write the config as an object such as {"command": ["sh", "-c", "./run.sh"]}`) {
+		return cfg, p.Err()
 	}
 	seen := map[string]bool{}
-	for p.dec.PeekKind() == '"' {
-		name := p.readString()
-		ptr := "/" + escapePointer(name)
+	for p.Dec.PeekKind() == '"' {
+		name := p.ReadString()
+		ptr := "/" + executor.EscapePointer(name)
 		switch {
 		case seen[name]:
-			p.add(ptr, CodeDuplicateKey, "give each member once")
-			p.skip()
+			p.Add(ptr, CodeDuplicateKey, "give each member once")
+			p.Skip()
 			continue
 		case name == "command":
 			cfg.Command = p.command(ptr)
@@ -110,86 +86,45 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		case name == "dir":
 			cfg.Dir = p.dir(ptr)
 		default:
-			p.add(ptr, CodeUnknownField, "remove it; the shell executor knows command, env and dir")
-			p.skip()
+			p.Add(ptr, CodeUnknownField, "remove it; the shell executor knows command, env and dir")
+			p.Skip()
 		}
 		seen[name] = true
 	}
 	if !seen["command"] {
-		p.add("/command", CodeMissingField, `name the program to run, e.g. "command": ["sh", "-c", "./run.sh"]`)
+		p.Add("/command", CodeMissingField, `name the program to run, e.g. "command": ["sh", "-c", "./run.sh"]`)
 	}
-	return cfg, p.err()
+	return cfg, p.Err()
 }
 
 // configParser walks a syntactically valid document, collecting problems.
 type configParser struct {
-	dec      *jsontext.Decoder
-	problems []Problem
+	executor.ConfigWalker
 }
-
-func (p *configParser) add(ptr, code, remedy string) {
-	p.problems = append(p.problems, Problem{Pointer: ptr, Code: code, Remedy: remedy})
-}
-
-func (p *configParser) err() error {
-	if len(p.problems) == 0 {
-		return nil
-	}
-	return &ConfigError{Problems: p.problems}
-}
-
-// expect consumes the start of a value of kind want ('{', '[' or '"'). If the
-// value is of another kind it records the problem, skips the value and
-// returns false. For '"' the string is left to read.
-func (p *configParser) expect(ptr string, want jsontext.Kind, remedy string) bool {
-	switch p.dec.PeekKind() {
-	case want:
-		if want != '"' {
-			p.dec.ReadToken()
-		}
-		return true
-	case 'n':
-		p.add(ptr, CodeNullValue, "remove the member or give it a value; "+remedy)
-	default:
-		p.add(ptr, CodeWrongType, remedy)
-	}
-	p.skip()
-	return false
-}
-
-func (p *configParser) skip() { p.dec.SkipValue() }
-
-func (p *configParser) readString() string {
-	tok, _ := p.dec.ReadToken()
-	return tok.String()
-}
-
-// end consumes the closing '}' or ']'.
-func (p *configParser) end() { p.dec.ReadToken() }
 
 func (p *configParser) command(ptr string) []string {
 	const remedy = `give the program and its arguments as an array of strings, e.g. ["sh", "-c", "./run.sh"]`
-	if !p.expect(ptr, '[', remedy) {
+	if !p.Expect(ptr, '[', remedy) {
 		return nil
 	}
 	var argv []string
-	for i := 0; p.dec.PeekKind() != ']'; i++ {
+	for i := 0; p.Dec.PeekKind() != ']'; i++ {
 		ep := ptr + "/" + strconv.Itoa(i)
-		if !p.expect(ep, '"', "write each argument as a string") {
+		if !p.Expect(ep, '"', "write each argument as a string") {
 			continue
 		}
-		arg := p.readString()
+		arg := p.ReadString()
 		switch {
 		case strings.IndexByte(arg, 0) >= 0:
-			p.add(ep, CodeInvalidValue, "remove the NUL byte; a command line cannot carry one")
+			p.Add(ep, CodeInvalidValue, "remove the NUL byte; a command line cannot carry one")
 		case i == 0 && arg == "":
-			p.add(ep, CodeInvalidValue, "name the program to run as the first element")
+			p.Add(ep, CodeInvalidValue, "name the program to run as the first element")
 		}
 		argv = append(argv, arg)
 	}
-	p.end()
+	p.End()
 	if len(argv) == 0 {
-		p.add(ptr, CodeInvalidValue, remedy)
+		p.Add(ptr, CodeInvalidValue, remedy)
 	}
 	return argv
 }
@@ -204,50 +139,45 @@ func reservedEnv(name string) bool {
 }
 
 func (p *configParser) env(ptr string) map[string]string {
-	if !p.expect(ptr, '{', `give the variables as an object of strings, e.g. {"LOG_LEVEL": "debug"}`) {
+	if !p.Expect(ptr, '{', `give the variables as an object of strings, e.g. {"LOG_LEVEL": "debug"}`) {
 		return nil
 	}
 	env := map[string]string{}
-	for p.dec.PeekKind() == '"' {
-		name := p.readString()
-		ep := ptr + "/" + escapePointer(name)
+	for p.Dec.PeekKind() == '"' {
+		name := p.ReadString()
+		ep := ptr + "/" + executor.EscapePointer(name)
 		if _, dup := env[name]; dup {
-			p.add(ep, CodeDuplicateKey, "give each variable once")
-			p.skip()
+			p.Add(ep, CodeDuplicateKey, "give each variable once")
+			p.Skip()
 			continue
 		}
-		if !p.expect(ep, '"', "write the value as a string") {
+		if !p.Expect(ep, '"', "write the value as a string") {
 			env[name] = ""
 			continue
 		}
-		value := p.readString()
+		value := p.ReadString()
 		switch {
 		case !envName.MatchString(name):
-			p.add(ep, CodeInvalidValue, "name the variable with letters, digits and underscores, not starting with a digit")
+			p.Add(ep, CodeInvalidValue, "name the variable with letters, digits and underscores, not starting with a digit")
 		case reservedEnv(name):
-			p.add(ep, CodeInvalidValue, "remove it; the host sets OS_ENDPOINT, OS_TOKEN_FILE and OPEN_CONDUIT_* itself")
+			p.Add(ep, CodeInvalidValue, "remove it; the host sets OS_ENDPOINT, OS_TOKEN_FILE and OPEN_CONDUIT_* itself")
 		case strings.IndexByte(value, 0) >= 0:
-			p.add(ep, CodeInvalidValue, "remove the NUL byte; an environment value cannot carry one")
+			p.Add(ep, CodeInvalidValue, "remove the NUL byte; an environment value cannot carry one")
 		}
 		env[name] = value
 	}
-	p.end()
+	p.End()
 	return env
 }
 
 func (p *configParser) dir(ptr string) string {
 	const remedy = "give an absolute path, or a path inside the execution's work directory"
-	if !p.expect(ptr, '"', remedy) {
+	if !p.Expect(ptr, '"', remedy) {
 		return ""
 	}
-	dir := p.readString()
+	dir := p.ReadString()
 	if dir == "" || strings.IndexByte(dir, 0) >= 0 || !filepath.IsAbs(dir) && !filepath.IsLocal(dir) {
-		p.add(ptr, CodeInvalidValue, remedy+" (no .. that leaves it)")
+		p.Add(ptr, CodeInvalidValue, remedy+" (no .. that leaves it)")
 	}
 	return dir
-}
-
-// escapePointer escapes a member name for an RFC 6901 pointer.
-func escapePointer(name string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
