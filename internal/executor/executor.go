@@ -90,6 +90,26 @@ type RunRequest struct {
 	// when it passes.
 	Deadline time.Time
 	Context  ExecutionContext
+	// Events are the Work's input Events this segment answers, oldest
+	// first: for Run every input up to the attempt's watermark; for Resume
+	// the inputs that arrived since the execution parked (the ones that
+	// woke it); for Recover and Stop none. An agent executor builds its
+	// prompt from them.
+	Events []Event
+}
+
+// Event is one input Event as a segment sees it: what the Work was given,
+// never a storage record.
+type Event struct {
+	ID             string
+	Seq            int64
+	Type           string
+	Source         string
+	Scope          string
+	CorrelationKey string
+	// Data is the Event's JSON data (null when it has none).
+	Data       json.RawMessage
+	AcceptedAt time.Time
 }
 
 // Outcome is how a segment ended.
@@ -118,6 +138,46 @@ type Result struct {
 	// Message is a short, safe explanation (no secrets, no output).
 	Message   string
 	Artifacts []Artifact
+	// Session is the agent session a resume continues ("" for an executor
+	// without one): recorded on the execution.
+	Session string
+	// Usage is what the segment consumed, when the executor can tell (nil
+	// otherwise): added to the execution's totals.
+	Usage *Usage
+}
+
+// Usage is what one segment of an agent consumed, as its own output
+// reported it.
+type Usage struct {
+	InputTokens         int64
+	OutputTokens        int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	// CostUSD is the agent's own estimate in US dollars (0 when it gives
+	// none).
+	CostUSD float64
+	// Turns is how many model turns the segment took.
+	Turns int64
+}
+
+// Add returns the sum of u and v; nil is zero.
+func (u *Usage) Add(v *Usage) *Usage {
+	if u == nil && v == nil {
+		return nil
+	}
+	var sum Usage
+	for _, x := range []*Usage{u, v} {
+		if x == nil {
+			continue
+		}
+		sum.InputTokens += x.InputTokens
+		sum.OutputTokens += x.OutputTokens
+		sum.CacheReadTokens += x.CacheReadTokens
+		sum.CacheCreationTokens += x.CacheCreationTokens
+		sum.CostUSD += x.CostUSD
+		sum.Turns += x.Turns
+	}
+	return &sum
 }
 
 // ErrDetached is returned by Run, Recover and Resume when ctx ended before
