@@ -96,6 +96,9 @@ type RunRequest struct {
 	// woke it); for Recover and Stop none. An agent executor builds its
 	// prompt from them.
 	Events []Event
+	// Session is the agent session the execution's earlier segments
+	// recorded (Result.Session), for Resume and Recover; "" for none.
+	Session string
 }
 
 // Event is one input Event as a segment sees it: what the Work was given,
