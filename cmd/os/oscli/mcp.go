@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,18 +53,11 @@ with its code and message.`,
 	}
 }
 
-// mcpTransport is stdio for the real process, and the injected streams
-// otherwise.
+// mcpTransport is newline-delimited JSON-RPC on the command's streams
+// (see lineTransport).
 func mcpTransport(s Streams) mcp.Transport {
-	if s.In == os.Stdin && s.Out == os.Stdout {
-		return &mcp.StdioTransport{}
-	}
-	return &mcp.IOTransport{Reader: io.NopCloser(s.In), Writer: nopWriteCloser{s.Out}}
+	return lineTransport{in: s.In, out: s.Out}
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // newMCPServer reads the guidance once and builds a server whose tools are
 // the granted operations. A token's grant is pinned for its attempt, so the
@@ -205,7 +197,19 @@ func splitArguments(raw json.RawMessage, reserved bool) (json.RawMessage, string
 // toolError reports a refusal to the model as a tool error, so it can read
 // the code and message and change course.
 func toolError(e *osclient.Error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(e)}}}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describeForMCP(e)}}}
+}
+
+// describeForMCP is describe for a model: the next steps that name the
+// os CLI's --request-id flag name the tool argument that carries it.
+func describeForMCP(e *osclient.Error) string {
+	switch e.Code {
+	case osclient.CodeRequestConflict:
+		return e.Error() + "\nThis " + RequestIDArgument + " was already used with different arguments. Repeat the original arguments with it to get its result again, or call without " + RequestIDArgument + " (or with a new one) for a new request."
+	case osclient.CodeUnauthorized:
+		return e.Error() + "\nThe token in OS_TOKEN_FILE was not accepted. The host rotates it on every resume and revokes it when the attempt ends; if this run is still live, retry once with the same " + RequestIDArgument + "."
+	}
+	return describe(e)
 }
 
 // freshRequestID names one tool call: mcp_ and 32 random hex digits.
