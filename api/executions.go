@@ -41,8 +41,28 @@ type Execution struct {
 	Message string `json:"message,omitempty"`
 	// ExitCode is the exit code observed when the segment ended (-1 for
 	// a process killed by a signal); nil (absent) when none was observed.
-	ExitCode  *int      `json:"exit_code,omitempty"`
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Session is the agent session the execution's segments continue
+	// (an agent executor's session or thread id); absent for none.
+	Session string `json:"session,omitempty"`
+	// Usage is what the execution's segments consumed, summed; absent
+	// when no segment reported any.
+	Usage     *Usage    `json:"usage,omitempty"`
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Usage is what an agent execution consumed, as the agent's own output
+// reported it, summed over its segments.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	// CostUSD is the agent's own estimate in US dollars (0 when it gives
+	// none).
+	CostUSD float64 `json:"cost_usd"`
+	// Turns is how many model turns the segments took.
+	Turns int64 `json:"turns"`
 }

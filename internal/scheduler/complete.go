@@ -1,10 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -29,9 +33,9 @@ const (
 //   - a pending declared wait, when the segment ended normally (succeeded
 //     or suspended): the Wait is registered and its timeout armed, with
 //     the watermark defaulting to the attempt's acknowledged input and a
-//     backscan of the events accepted since; a resume-capable executor
-//     that suspended parks the execution, any other ends it (finished)
-//     and the Work waits;
+//     backscan of the events accepted since; the segment of a
+//     resume-capable executor parks the execution, any other ends it
+//     (finished) and the Work waits;
 //   - a pending declared outcome: it replaces the executor's; the
 //     execution finishes and the Work ends with the declared outcome;
 //   - no declaration: succeeded ends the Work succeeded, unless inputs
@@ -44,7 +48,9 @@ const (
 // records its physical stop instead: the execution finishes cancelled
 // with how the segment ended and the exit code the executor saw.
 //
-// res is what the executor observed: its ExitCode is recorded as seen.
+// res is what the executor observed: its ExitCode is recorded as seen,
+// and the agent session it names and the usage it reports are recorded
+// on the execution whatever path it takes (recordAgent).
 //
 // The steps, in order (see complete and apply): the artifacts are staged
 // outside storage; then, in one transaction, fence (the segment looked up,
@@ -79,6 +85,11 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 		exe, stopping, err := s.fence(ctx, tx, executionID, epoch)
 		if err != nil {
 			return err
+		}
+		if observed {
+			if exe, err = s.recordAgent(ctx, tx, exe, res); err != nil {
+				return err
+			}
 		}
 		if stopping {
 			return s.confirmStop(ctx, tx, exe, staged, res, exit, observed)
@@ -158,6 +169,62 @@ func (s *Scheduler) fence(ctx context.Context, tx storage.Tx, executionID string
 	return exe, false, err
 }
 
+// MaxSessionLength bounds the agent session a result names: a longer
+// one, or one with a byte outside printable ASCII, is not recorded.
+const MaxSessionLength = 256
+
+// recordAgent records on the fenced execution what an agent's segment
+// reported, whatever becomes of the execution: the session a result names
+// replaces the recorded one, and its usage is added to the totals (a
+// count below zero, a cost below zero or not finite, counts as zero).
+// A result naming neither changes nothing.
+func (s *Scheduler) recordAgent(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result) (storage.Execution, error) {
+	p := &storage.UpdateExecutionParams{ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{exe.State}, Now: s.now()}
+	if res.Session != "" {
+		if validSession(res.Session) {
+			p.Session = &res.Session
+		} else {
+			s.o.Logger.Warn("the session a segment reported is not recorded: too long or not printable", "execution", exe.ID, "epoch", exe.Epoch, "length", len(res.Session))
+		}
+	}
+	p.AddUsage = usageOf(res.Usage)
+	if p.Session == nil || *p.Session == exe.Session {
+		p.Session = nil
+		if p.AddUsage == nil {
+			return exe, nil
+		}
+	}
+	return tx.UpdateExecution(ctx, p)
+}
+
+func validSession(v string) bool {
+	if len(v) > MaxSessionLength {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// usageOf is an executor's usage as storage records it (nil: none).
+func usageOf(u *executor.Usage) *storage.Usage {
+	if u == nil {
+		return nil
+	}
+	count := func(n int64) int64 { return max(n, 0) }
+	cost := u.CostUSD
+	if math.IsNaN(cost) || math.IsInf(cost, 0) || cost < 0 {
+		cost = 0
+	}
+	return &storage.Usage{
+		InputTokens: count(u.InputTokens), OutputTokens: count(u.OutputTokens), CacheReadTokens: count(u.CacheReadTokens),
+		CacheCreationTokens: count(u.CacheCreationTokens), CostUSD: cost, Turns: count(u.Turns),
+	}
+}
+
 // confirmStop records a stopping attempt's result as its physical stop:
 // its artifacts, then the execution finishes cancelled with how the
 // segment ended and the exit code seen. A result the executor did not
@@ -191,7 +258,16 @@ func (s *Scheduler) stageArtifacts(executionID string, res executor.Result) []*a
 			s.o.Logger.Warn("artifact not readable", "execution", executionID, "name", a.Name, "error", err)
 			continue
 		}
-		st, err := s.o.Artifacts.Stage(s.o.IDs.New(ids.Artifact), f)
+		keep, cut, err := artifactCut(f, a.MediaType, s.o.ArtifactLimit)
+		if err != nil {
+			f.Close()
+			s.o.Logger.Warn("artifact not readable", "execution", executionID, "name", a.Name, "error", err)
+			continue
+		}
+		if cut {
+			s.o.Logger.Warn("artifact cut at its limit", "execution", executionID, "name", a.Name, "limit", s.o.ArtifactLimit, "kept", keep)
+		}
+		st, err := s.o.Artifacts.Stage(s.o.IDs.New(ids.Artifact), io.LimitReader(f, keep))
 		f.Close()
 		if err != nil {
 			s.o.Logger.Warn("artifact not stored", "execution", executionID, "name", a.Name, "error", err)
@@ -200,6 +276,42 @@ func (s *Scheduler) stageArtifacts(executionID string, res executor.Result) []*a
 		out = append(out, &artifactStage{Staged: st, meta: a})
 	}
 	return out
+}
+
+// MaxArtifactBytes is how much of one artifact the host stores unless
+// Options.ArtifactLimit says otherwise: the shell executor's log limit
+// (8 MiB) and room for its truncation marker, so a log the executor cut
+// is stored whole, and any other artifact (an agent's transcript) is
+// bounded the same.
+const MaxArtifactBytes = 8<<20 + 4<<10
+
+// artifactCut is how many bytes of the artifact f the host keeps: all of
+// it within limit; else limit bytes, or for newline-delimited JSON
+// (application/x-ndjson) up to the last whole line within them, so that
+// a cut transcript is still whole lines.
+func artifactCut(f *os.File, mediaType string, limit int64) (keep int64, cut bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	if fi.Size() <= limit {
+		return fi.Size(), false, nil
+	}
+	if base, _, _ := strings.Cut(mediaType, ";"); strings.TrimSpace(base) != "application/x-ndjson" {
+		return limit, true, nil
+	}
+	// The last newline within limit, looked for in the final window
+	// before it (a line longer than the window is cut where it is).
+	const window = 1 << 20
+	from := max(limit-window, 0)
+	buf := make([]byte, limit-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		return 0, false, err
+	}
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+		return from + int64(i) + 1, true, nil
+	}
+	return limit, true, nil
 }
 
 type artifactStage struct {
@@ -313,10 +425,13 @@ func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execut
 	return s.applyExecutorResult(ctx, tx, exe, res, exit)
 }
 
-// parks reports whether a segment that declared a wait parks (a
-// resume-capable executor that suspended) rather than ends.
+// parks reports whether a segment that declared a wait parks rather than
+// ends: a segment of a resume-capable executor that ended normally
+// (succeeded or suspended; an agent's turn ends normally once it declared
+// its wait). Any other executor's execution ends and the Work waits.
 func parks(res executor.Result, ex executor.Executor) bool {
-	return res.Outcome == executor.Suspended && ex != nil && ex.Info().Has(executor.CapResume)
+	endedWell := res.Outcome == executor.Succeeded || res.Outcome == executor.Suspended
+	return endedWell && ex != nil && ex.Info().Has(executor.CapResume)
 }
 
 // applyWait applies a declared wait: the execution parks (parks) or

@@ -163,7 +163,11 @@ func TestCompleteStepParks(t *testing.T) {
 		want    bool
 	}{
 		{"a resume-capable executor that suspended parks", executor.Suspended, resumer, true},
-		{"a resume-capable executor that succeeded ends", executor.Succeeded, resumer, false},
+		// An agent's turn ends normally once it declared its wait.
+		{"a resume-capable executor that succeeded parks", executor.Succeeded, resumer, true},
+		{"a resume-capable executor that failed ends", executor.Failed, resumer, false},
+		{"a resume-capable executor that was cancelled ends", executor.Cancelled, resumer, false},
+		{"any other executor that succeeded ends", executor.Succeeded, plain, false},
 		{"any other executor ends", executor.Suspended, plain, false},
 		{"an executor no longer configured ends", executor.Suspended, nil, false},
 	}

@@ -44,8 +44,8 @@
 //	(new)       running, epoch 1         claim
 //	running     finished (succeeded,     Complete
 //	            failed, cancelled)
-//	running     parked                   Complete: a resume-capable executor suspended on a
-//	                                     declared wait
+//	running     parked                   Complete: a resume-capable executor's segment ended
+//	                                     normally (succeeded or suspended) on a declared wait
 //	parked      running, epoch+1         claim of the woken Work (Resume)
 //	running     running, epoch+1         lease expired, or adoption by a new daemon (Recover)
 //	running     stopping                 Work cancel or execution cancel (the epoch is fenced)

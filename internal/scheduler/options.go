@@ -153,6 +153,10 @@ type Options struct {
 	ExecutionsDir string
 	// Artifacts stores what a segment produced; optional.
 	Artifacts *storage.Artifacts
+	// ArtifactLimit is how many bytes of one artifact are stored
+	// (default MaxArtifactBytes); past it the artifact is cut (see
+	// artifactCut).
+	ArtifactLimit int64
 	// StopGrace is the grace between the polite and the forced stop of a
 	// cancelled attempt (default 10s).
 	StopGrace time.Duration
@@ -197,6 +201,9 @@ func (o *Options) check() error {
 	}
 	if o.StartGateTimeout <= 0 {
 		o.StartGateTimeout = 30 * time.Second
+	}
+	if o.ArtifactLimit <= 0 {
+		o.ArtifactLimit = MaxArtifactBytes
 	}
 	o.Limits = o.Limits.withDefaults()
 	return nil

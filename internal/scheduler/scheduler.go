@@ -453,6 +453,14 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		Config: b.Config, Dir: dir, Deadline: exe.Deadline,
 		Context: executor.ExecutionContext{ToolbeltDir: s.o.ToolbeltDir, PlaybookDir: s.o.PlaybookDir},
 	}
+	if kind == kindResume || kind == kindRecover {
+		req.Session = exe.Session
+	}
+	events, err := s.segmentEvents(ctx, exe, kind, prevWatermark)
+	if err != nil {
+		return abort(kernel.HoldBindingUnavailable, "the Work's input Events could not be read for the attempt; check the state directory and retry the Work")
+	}
+	req.Events = events
 	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
 		token, err := s.o.Toolbelt.Issue(ctx, toolbelt.TokenRequest{
 			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
@@ -497,6 +505,61 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
+}
+
+// MaxSegmentEvents bounds the input Events one segment is given
+// (RunRequest.Events): of the inputs it answers, the newest
+// MaxSegmentEvents, oldest first. An older input is still the Work's
+// (work inputs, events list); the segment is not handed it.
+const MaxSegmentEvents = 100
+
+// segmentEvents are the input Events a segment answers, oldest first and
+// at most the newest MaxSegmentEvents: for a new attempt (kindRun) every
+// input up to its watermark; for a resume the inputs after prevWatermark
+// (what the Work had acknowledged before the resume: the inputs that woke
+// it) up to the new watermark; none for a recovery, whose process has its
+// prompt already.
+func (s *Scheduler) segmentEvents(ctx context.Context, exe storage.Execution, kind string, prevWatermark int64) ([]executor.Event, error) {
+	var after int64
+	switch kind {
+	case kindRun:
+	case kindResume:
+		after = prevWatermark
+	default:
+		return nil, nil
+	}
+	until := exe.InputWatermark
+	if until <= after {
+		return nil, nil
+	}
+	// Positions count from 1 without gaps: the newest inputs are the
+	// last MaxSegmentEvents positions.
+	after = max(after, until-MaxSegmentEvents)
+	ins, err := s.store.ListInputs(ctx, &storage.ListInputsParams{Work: exe.Work, AfterPosition: after, UntilPosition: until, Limit: MaxSegmentEvents})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]executor.Event, 0, len(ins))
+	for _, in := range ins {
+		ev, err := s.store.GetEvent(ctx, in.Event)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, segmentEvent(ev))
+	}
+	return out, nil
+}
+
+// segmentEvent is what a segment sees of an input Event.
+func segmentEvent(ev storage.Event) executor.Event {
+	data := ev.Data
+	if len(data) == 0 {
+		data = []byte("null")
+	}
+	return executor.Event{
+		ID: ev.ID, Seq: ev.Seq, Type: ev.Type, Source: ev.Source, Scope: ev.Scope, CorrelationKey: ev.CorrelationKey,
+		Data: append([]byte(nil), data...), AcceptedAt: ev.AcceptedAt,
+	}
 }
 
 // markLaunched records, under the fence, that the segment of exe's epoch

@@ -237,6 +237,11 @@ type UpdateExecutionParams struct {
 	// Launched records that the segment of Epoch is handed to its
 	// executor now (LaunchedEpoch becomes Epoch).
 	Launched bool
+	// Session replaces the recorded agent session when non-nil.
+	Session *string
+	// AddUsage is added to the recorded usage when non-nil (Usage.Add: a
+	// record without usage gets AddUsage).
+	AddUsage *Usage
 	Now      time.Time
 }
 

@@ -188,9 +188,47 @@ type Execution struct {
 	// and adoption carry it to the epoch they start (the same segment). It
 	// is the scheduler's own: the API does not show it.
 	LaunchedEpoch int64
-	Revision      int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Session is the agent session the execution's segments continue (""
+	// for none): the last one a segment's result named.
+	Session string
+	// Usage is what the execution's segments consumed, summed (nil when
+	// no segment reported any).
+	Usage     *Usage
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Usage is what an agent consumed, as its own output reported it.
+type Usage struct {
+	InputTokens         int64
+	OutputTokens        int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	// CostUSD is the agent's own estimate in US dollars.
+	CostUSD float64
+	Turns   int64
+}
+
+// Add returns the sum of u and v; nil is zero, and the sum of two nils is
+// nil.
+func (u *Usage) Add(v *Usage) *Usage {
+	if u == nil && v == nil {
+		return nil
+	}
+	var sum Usage
+	for _, x := range []*Usage{u, v} {
+		if x == nil {
+			continue
+		}
+		sum.InputTokens += x.InputTokens
+		sum.OutputTokens += x.OutputTokens
+		sum.CacheReadTokens += x.CacheReadTokens
+		sum.CacheCreationTokens += x.CacheCreationTokens
+		sum.CostUSD += x.CostUSD
+		sum.Turns += x.Turns
+	}
+	return &sum
 }
 
 // Live reports whether the execution has not finished.

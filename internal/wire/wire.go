@@ -43,7 +43,18 @@ func Execution(e storage.Execution) api.Execution {
 		ID: e.ID, Work: e.Work, Scope: e.Scope, Binding: e.Binding, Executor: e.Executor,
 		Generation: e.Generation, Epoch: e.Epoch, Owner: e.Owner, LeaseExpiresAt: e.LeaseExpiresAt, Deadline: e.Deadline,
 		State: string(e.State), InputWatermark: e.InputWatermark, Result: string(e.Result), Message: e.Message,
-		ExitCode: e.ExitCode, Revision: e.Revision, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		ExitCode: e.ExitCode, Session: e.Session, Usage: usage(e.Usage), Revision: e.Revision, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+}
+
+// usage is an execution's usage totals (nil: none).
+func usage(u *storage.Usage) *api.Usage {
+	if u == nil {
+		return nil
+	}
+	return &api.Usage{
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheCreationTokens: u.CacheCreationTokens, CostUSD: u.CostUSD, Turns: u.Turns,
 	}
 }
 

@@ -32,7 +32,7 @@ func TestWireRecords(t *testing.T) {
 	}
 	for name, e := range wiretest.Samples(func(e *storage.Execution) {
 		zero := 0
-		e.ExitCode, e.Result = &zero, storage.ResultNone
+		e.ExitCode, e.Result, e.Session, e.Usage = &zero, storage.ResultNone, "", &storage.Usage{}
 	}) {
 		g.Add("Execution "+name, wire.Execution(e))
 	}

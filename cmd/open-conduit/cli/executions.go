@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +73,7 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 			if e.Message != "" {
 				rows = append(rows, []string{"message", e.Message})
 			}
+			rows = append(rows, agentRows(*e)...)
 			rows = append(rows, []string{"owner", e.Owner}, []string{"lease expires", when(e.LeaseExpiresAt)},
 				[]string{"deadline", when(e.Deadline)}, []string{"created", when(e.CreatedAt)}, []string{"updated", when(e.UpdatedAt)})
 			return printLines(s.Out, rows)
@@ -87,6 +89,22 @@ func exitCode(e client.Execution) string {
 		return "-"
 	}
 	return itoa(int64(*e.ExitCode))
+}
+
+// agentRows show an agent execution's session and usage, when it has
+// them.
+func agentRows(e client.Execution) [][]string {
+	var rows [][]string
+	if e.Session != "" {
+		rows = append(rows, []string{"session", e.Session})
+	}
+	if u := e.Usage; u != nil {
+		rows = append(rows,
+			[]string{"tokens", fmt.Sprintf("%d input, %d output, %d cache read, %d cache creation", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)},
+			[]string{"turns", itoa(u.Turns)},
+			[]string{"cost", strconv.FormatFloat(u.CostUSD, 'f', 4, 64) + " USD (the agent's estimate)"})
+	}
+	return rows
 }
 
 // newExecutionCmd is `open-conduit execution cancel ID`.

@@ -389,17 +389,27 @@ func (q queries) ListInputs(ctx context.Context, p *storage.ListInputsParams) ([
 
 // ---- executions ----
 
-const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, revision, created_at, updated_at`
+const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, session, ` +
+	`usage_input_tokens, usage_output_tokens, usage_cache_read_tokens, usage_cache_creation_tokens, usage_cost_usd, usage_turns, revision, created_at, updated_at`
 
 func scanExecution(r scanner) (storage.Execution, error) {
 	var e storage.Execution
 	var lease, deadline, created, updated int64
 	var exit sql.NullInt64
+	var in, out, cacheRead, cacheCreation, turns sql.NullInt64
+	var cost sql.NullFloat64
 	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
-		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Revision, &created, &updated)
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Session,
+		&in, &out, &cacheRead, &cacheCreation, &cost, &turns, &e.Revision, &created, &updated)
 	if exit.Valid {
 		code := int(exit.Int64)
 		e.ExitCode = &code
+	}
+	// The usage columns are set together: NULL until a segment reported
+	// usage.
+	if in.Valid {
+		e.Usage = &storage.Usage{InputTokens: in.Int64, OutputTokens: out.Int64, CacheReadTokens: cacheRead.Int64,
+			CacheCreationTokens: cacheCreation.Int64, CostUSD: cost.Float64, Turns: turns.Int64}
 	}
 	e.LeaseExpiresAt, e.Deadline = fromTS(lease), fromTS(deadline)
 	e.CreatedAt, e.UpdatedAt = fromTS(created), fromTS(updated)

@@ -318,6 +318,15 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	if p.Launched {
 		set = append(set, "launched_epoch = epoch")
 	}
+	if p.Session != nil {
+		set, args = append(set, "session = ?"), append(args, *p.Session)
+	}
+	if u := p.AddUsage; u != nil {
+		set = append(set, "usage_input_tokens = COALESCE(usage_input_tokens, 0) + ?", "usage_output_tokens = COALESCE(usage_output_tokens, 0) + ?",
+			"usage_cache_read_tokens = COALESCE(usage_cache_read_tokens, 0) + ?", "usage_cache_creation_tokens = COALESCE(usage_cache_creation_tokens, 0) + ?",
+			"usage_cost_usd = COALESCE(usage_cost_usd, 0) + ?", "usage_turns = COALESCE(usage_turns, 0) + ?")
+		args = append(args, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.CostUSD, u.Turns)
+	}
 	var w where
 	w.add("id = ?", p.ID)
 	w.add("epoch = ?", p.Epoch)

@@ -186,3 +186,40 @@ type latestDeclarationTx struct{ storage.Tx }
 func (t latestDeclarationTx) GetPendingDeclaration(ctx context.Context, exeID string) (storage.Declaration, error) {
 	return latestDecl(ctx, t.Tx, exeID)
 }
+
+// usageReplaced records each segment's usage in place of the totals
+// instead of adding it to them.
+var usageReplaced = txControl("usage_replaced", "UpdateExecution replaces the recorded usage with AddUsage instead of adding it",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return usageReplacedTx{tx} })
+
+type usageReplacedTx struct{ storage.Tx }
+
+func (t usageReplacedTx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	cur, err := t.GetExecution(ctx, p.ID)
+	if err != nil || cur.Usage == nil || p.AddUsage == nil {
+		return t.Tx.UpdateExecution(ctx, p)
+	}
+	// Adding the difference leaves the new usage as the total.
+	q, u, c := *p, *p.AddUsage, cur.Usage
+	u.InputTokens -= c.InputTokens
+	u.OutputTokens -= c.OutputTokens
+	u.CacheReadTokens -= c.CacheReadTokens
+	u.CacheCreationTokens -= c.CacheCreationTokens
+	u.CostUSD -= c.CostUSD
+	u.Turns -= c.Turns
+	q.AddUsage = &u
+	return t.Tx.UpdateExecution(ctx, &q)
+}
+
+// forgetsSessionUsageOnReopen keeps the session and the usage in memory
+// only: after a restart an execution reads as having neither.
+var forgetsSessionUsageOnReopen = afterReopen("forgets_session_usage_on_reopen", "after a reopen, executions read without their session and usage",
+	func(s storage.Store) storage.Store { return noSessionUsage{s} })
+
+type noSessionUsage struct{ storage.Store }
+
+func (s noSessionUsage) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	e, err := s.Store.GetExecution(ctx, id)
+	e.Session, e.Usage = "", nil
+	return e, err
+}

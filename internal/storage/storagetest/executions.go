@@ -284,6 +284,8 @@ func executionCases() []Case {
 		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
+		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
+		{Name: "execution_session_usage_survives_reopen", Run: executionSessionUsageSurvivesReopen, Control: forgetsSessionUsageOnReopen},
 	}
 }
 
@@ -533,4 +535,88 @@ func declarationLookup(ctx context.Context, s storage.Store) error {
 		want(!d.Pending() && d.Disposition == "discarded" && d.AppliedAt.Equal(at(4)) && d.Kind == storage.DeclaredOutcome && sameJSON(d.Payload, payload),
 			"applied declaration = %+v", d),
 	)
+}
+
+// executionSessionUsage: an execution starts with no session and no usage;
+// a session given replaces the recorded one and one not given keeps it;
+// usage given is added to the totals (the first to none), usage not given
+// keeps them; a fenced update changes neither, and a new epoch carries
+// both (a resume continues the same session).
+func executionSessionUsage(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if e.Session != "" || e.Usage != nil {
+		return fmt.Errorf("a new execution has session %q and usage %+v, want none", e.Session, e.Usage)
+	}
+	u1 := &storage.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 3, CacheCreationTokens: 4, CostUSD: 0.25, Turns: 2}
+	u2 := &storage.Usage{InputTokens: 5, OutputTokens: 6, CacheReadTokens: 7, CacheCreationTokens: 8, CostUSD: 0.5, Turns: 1}
+	s1, s2 := "sess-1", "sess-2"
+	update := func(epoch int64, session *string, usage *storage.Usage, now int) (storage.Execution, error) {
+		var out storage.Execution
+		err := s.WithTx(ctx, func(tx storage.Tx) error {
+			var err error
+			out, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: epoch, Session: session, AddUsage: usage, Now: at(now)})
+			return err
+		})
+		return out, err
+	}
+	first1, err := update(1, &s1, u1, 2)
+	if err != nil {
+		return err
+	}
+	added, err := update(1, nil, u2, 3)
+	if err != nil {
+		return err
+	}
+	replaced, err := update(1, &s2, nil, 4)
+	if err != nil {
+		return err
+	}
+	_, stale := update(2, &s1, u1, 5)
+	var next storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		next, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: e.ID, FromEpoch: 1, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(6)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sum := u1.Add(u2)
+	reread, err := s.GetExecution(ctx, e.ID)
+	return first(err,
+		want(first1.Session == s1 && same(first1.Usage, u1), "the first usage and session: %q %+v, want %q %+v", first1.Session, first1.Usage, s1, u1),
+		want(added.Session == s1 && same(added.Usage, sum), "usage added without a session: %q %+v, want %q %+v", added.Session, added.Usage, s1, sum),
+		want(replaced.Session == s2 && same(replaced.Usage, sum), "a new session without usage: %q %+v, want %q %+v", replaced.Session, replaced.Usage, s2, sum),
+		wantErr(stale, storage.ErrFenced, "a session and usage at an epoch that is not the execution's"),
+		want(next.Epoch == 2 && next.Session == s2 && same(next.Usage, sum), "a new epoch: %q %+v, want %q %+v", next.Session, next.Usage, s2, sum),
+		want(same(reread, next), "execution read back = %+v; advanced %+v", reread, next))
+}
+
+// executionSessionUsageSurvivesReopen: the session and the usage totals
+// are in the database, not in memory.
+func executionSessionUsageSurvivesReopen(ctx context.Context, env *Env) error {
+	e, err := SeedExecution(ctx, env.Store, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	session, usage := "thread-9", &storage.Usage{InputTokens: 1200, OutputTokens: 340, CacheReadTokens: 56, CacheCreationTokens: 78, CostUSD: 0.125, Turns: 3}
+	var before storage.Execution
+	if err := env.Store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		before, err = tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, Session: &session, AddUsage: usage, Now: at(2)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := env.Reopen(); err != nil {
+		return err
+	}
+	got, err := env.Store.GetExecution(ctx, e.ID)
+	return first(err,
+		want(got.Session == session && same(got.Usage, usage), "after a reopen: session %q usage %+v, want %q %+v", got.Session, got.Usage, session, usage),
+		want(same(got, before), "execution after a reopen = %+v, want %+v", got, before))
 }

@@ -41,7 +41,7 @@ func Marshal(t testing.TB, v any) string {
 var Time = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 
 // Fill sets every field of the value v points to: strings to their field's
-// name, numbers to 7, booleans to true, times to Time, raw JSON to an
+// name, integers to 7, floats to 7.5, booleans to true, times to Time, raw JSON to an
 // object, and two filled elements in every slice and one in every map.
 func Fill(v any) {
 	fillValue(reflect.ValueOf(v).Elem(), "x")
@@ -66,6 +66,8 @@ func fillValue(v reflect.Value, name string) {
 		v.SetString(name)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(7)
+	case reflect.Float64:
+		v.SetFloat(7.5)
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Pointer:
