@@ -53,7 +53,8 @@ var rules = map[string][]string{
 	// Records: storage, configuration, the executor contract, run
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
-	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
+	"internal/executor/proc":  {"internal/atomicfile"},
+	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc"},
 
 	// The agent executors: agent holds their shared, process-free parts.
 	"internal/executor/agent":      {"extension", "internal/executor"},
