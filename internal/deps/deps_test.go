@@ -120,6 +120,8 @@ var rules = map[string][]string{
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},
+	// Scripted fakes of the vendors' model APIs for the agent CLIs' tests.
+	"internal/executor/agent/agenttest": {},
 	"internal/scheduler/toolbeltint": {"internal/bearer", "internal/executor", "internal/scheduler", "internal/scheduler/schedulertest",
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",
