@@ -45,6 +45,10 @@ type Launch struct {
 	// order.
 	Stream      string `json:"stream,omitempty"`
 	StreamLimit int64  `json:"stream_limit,omitempty"`
+	// Stdin, when set, names a file of the directory the command reads as
+	// its stdin (so that a long or private input stays off its command
+	// line); /dev/null otherwise.
+	Stdin string `json:"stdin,omitempty"`
 }
 
 // Status is how the command ended, as the supervisor saw it.

@@ -139,11 +139,25 @@ func superviseCommand(dir string, l Launch, stopped <-chan os.Signal) Status {
 		}
 		defer sr.Close()
 	}
-	null, err := os.Open(os.DevNull)
+	in := os.DevNull
+	if l.Stdin != "" {
+		if filepath.Base(l.Stdin) != l.Stdin || l.Stdin == "." || l.Stdin == ".." {
+			w.Close()
+			if sw != nil {
+				sw.Close()
+			}
+			return fail("the stdin file is not a plain file name")
+		}
+		in = filepath.Join(dir, l.Stdin)
+	}
+	null, err := os.Open(in)
 	if err != nil {
 		w.Close()
 		if sw != nil {
 			sw.Close()
+		}
+		if l.Stdin != "" {
+			return fail("cannot open the stdin file: " + errText(err))
 		}
 		return fail("cannot open " + os.DevNull + ": " + errText(err))
 	}

@@ -9,18 +9,22 @@ import (
 )
 
 // TestAStreamKeepsStdoutApartFromTheLog runs a real supervisor (this test
-// binary) whose launch names a stream file: stdout lands there alone,
-// stderr in the log, and the status records the exit.
+// binary) whose launch names a stream and a stdin file: what it reads
+// from stdin and writes to stdout lands in the stream alone, stderr in the
+// log, and the status records the exit.
 func TestAStreamKeepsStdoutApartFromTheLog(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("{\"a\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := &Supervisor{Program: self}
 	h, err := s.Start(dir, Launch{
-		Argv: []string{"sh", "-c", `echo '{"a":1}'; echo oops >&2; exit 3`},
-		Env:  []string{"PATH=" + os.Getenv("PATH")}, Dir: dir, Stream: "stream.jsonl",
+		Argv: []string{"sh", "-c", `cat; echo oops >&2; exit 3`},
+		Env:  []string{"PATH=" + os.Getenv("PATH")}, Dir: dir, Stream: "stream.jsonl", Stdin: "in.txt",
 	})
 	if err != nil {
 		t.Fatal(err)
