@@ -57,9 +57,12 @@ var rules = map[string][]string{
 	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc"},
 
 	// The agent executors: agent holds their shared, process-free parts.
-	"internal/executor/agent":      {"extension", "internal/executor"},
-	"internal/executor/claudecode": {"extension", "internal/executor", "internal/executor/agent"},
-	"internal/executor/codex":      {"extension", "internal/executor", "internal/executor/agent"},
+	"internal/executor/agent": {"extension", "internal/executor"},
+	// agentrun runs them under proc's supervision; claudecode and codex
+	// are its drivers.
+	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc"},
+	"internal/executor/claudecode": {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
+	"internal/executor/codex":      {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 
 	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
