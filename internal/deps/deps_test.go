@@ -125,6 +125,9 @@ var rules = map[string][]string{
 	"internal/scheduler/schedulertest": {"internal/executor"},
 	// Scripted fakes of the vendors' model APIs for the agent CLIs' tests.
 	"internal/executor/agent/agenttest": {},
+	// A double of an execution's toolbelt socket for the agent executors'
+	// tests.
+	"internal/executor/agentrun/agentruntest": {"api"},
 	"internal/scheduler/toolbeltint": {"internal/bearer", "internal/executor", "internal/scheduler", "internal/scheduler/schedulertest",
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",
