@@ -71,6 +71,9 @@ func (d Driver) Prepare(seg *agentrun.Segment) error {
 	b.WriteString("\n[mcp_servers." + agentrun.MCPServerName + "]\n")
 	line("command", seg.MCP.Command)
 	line("args", seg.MCP.Args)
+	// The toolbelt decides what a call may do: Codex asks no approval
+	// (with approval_policy never it would refuse every call).
+	line("default_tools_approval_mode", "approve")
 	keys := make([]string, 0, len(seg.MCP.Env))
 	for k := range seg.MCP.Env {
 		keys = append(keys, k)
