@@ -41,10 +41,22 @@ type Toolbelt struct {
 	// Socket is the socket's path.
 	Socket string
 
-	token string
-	mu    sync.Mutex
-	calls []Call
-	bad   int
+	token   string
+	mu      sync.Mutex
+	calls   []Call
+	bad     int
+	refused map[string]bool
+}
+
+// Refuse makes every later call of op a refusal (403 forbidden), as a
+// toolbelt refuses a call its checks do not allow.
+func (tb *Toolbelt) Refuse(op string) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if tb.refused == nil {
+		tb.refused = map[string]bool{}
+	}
+	tb.refused[op] = true
 }
 
 // NewToolbelt serves a double on a Unix socket at path that accepts only
@@ -88,7 +100,13 @@ func (tb *Toolbelt) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		tb.mu.Lock()
 		tb.calls = append(tb.calls, Call{Operation: req.Operation, Input: req.Input})
+		refused := tb.refused[req.Operation]
 		tb.mu.Unlock()
+		if refused {
+			w.WriteHeader(http.StatusForbidden)
+			json.NewEncoder(w).Encode(api.ErrorEnvelope{Error: api.ErrorBody{Code: "forbidden", Message: "the toolbelt refused this call"}})
+			return
+		}
 		result := json.RawMessage(`{"ok":true}`)
 		switch req.Operation {
 		case "wait":
