@@ -26,10 +26,9 @@ var ShellExecutorInfo = executor.Info{
 // here; extensions are added by the host that registers them
 // (toolbelt.Host).
 //
-// The claude-code and codex executors are registered for their configs
-// only: a binding naming one is checked (and its playbook named), but the
-// daemon has no such executor to run, so its Work is held as
-// binding_unavailable until a release runs them.
+// The claude-code and codex executors are registered with their config
+// checks and the playbook their config names; the daemon runs them
+// (claudecode.New, codex.New).
 func ReleaseRegistry() *config.Registry {
 	r := config.NewRegistry()
 	if err := r.AddExecutor(ShellExecutorInfo, checkExecutorConfig(shell.ValidateConfig)); err != nil {
@@ -40,8 +39,8 @@ func ReleaseRegistry() *config.Registry {
 		check func(json.RawMessage) error
 		namer extension.PlaybookNamer
 	}{
-		{claudecode.Info, claudecode.ValidateConfig, claudecode.Executor},
-		{codex.Info, codex.ValidateConfig, codex.Executor},
+		{claudecode.Info, claudecode.ValidateConfig, claudecode.Namer},
+		{codex.Info, codex.ValidateConfig, codex.Namer},
 	}
 	for _, a := range agents {
 		if err := r.AddExecutor(a.info, checkExecutorConfig(a.check)); err != nil {

@@ -22,6 +22,9 @@ import (
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/daemon/humanport"
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
+	"github.com/open-conduit/open-conduit/internal/executor/claudecode"
+	"github.com/open-conduit/open-conduit/internal/executor/codex"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -40,6 +43,8 @@ const (
 	ArtifactsDir  = "artifacts"
 	ExecutionsDir = "executions"
 	PlaybooksDir  = "playbooks"
+	// WorkspacesDir holds the agent executors' per-Work git checkouts.
+	WorkspacesDir = "workspaces"
 	BinDir        = "bin"
 )
 
@@ -392,7 +397,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, dir := range []string{ExecutionsDir, PlaybooksDir} {
+	for _, dir := range []string{ExecutionsDir, PlaybooksDir, WorkspacesDir} {
 		if err := os.MkdirAll(filepath.Join(d.state, dir), 0o700); err != nil {
 			return fmt.Errorf("cannot create %s: %w", filepath.Join(d.state, dir), err)
 		}
@@ -401,11 +406,20 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	agentOpts := agentrun.Options{Supervisor: d.opts.Executable, Clock: d.clock, Workspaces: filepath.Join(d.state, WorkspacesDir)}
+	cc, err := claudecode.New(agentOpts)
+	if err != nil {
+		return err
+	}
+	cx, err := codex.New(agentOpts)
+	if err != nil {
+		return err
+	}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
-		Executors:         map[string]executor.Executor{shell.Name: sh},
+		Executors:         map[string]executor.Executor{shell.Name: sh, claudecode.Name: cc, codex.Name: cx},
 		Bindings:          bindingLookup(d.cfg),
 		Toolbelt:          d.tb,
 		ToolbeltEndpoints: d.endpoint,

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -151,6 +153,37 @@ func (d *Daemon) sweep(ctx context.Context) {
 		d.log.Info("idempotency records swept", "records", n)
 	}
 	d.sweepRuns(ctx)
+	d.sweepWorkspaces(ctx)
+}
+
+// sweepWorkspaces removes the agent executors' checkouts of Work that has
+// ended, keeping a failed Work's for agentrun.DefaultKeepFailed after it
+// ended (its last update).
+func (d *Daemon) sweepWorkspaces(ctx context.Context) {
+	n, err := agentrun.SweepWorkspaces(ctx, filepath.Join(d.state, WorkspacesDir), d.clock.Now(), 0, d.workEnd)
+	if err != nil {
+		d.sweepFailed(ctx, "workspace sweep failed", err)
+	} else if n > 0 {
+		d.log.Info("workspaces swept", "workspaces", n)
+	}
+}
+
+// workEnd tells the workspace sweep how a Work stands.
+func (d *Daemon) workEnd(ctx context.Context, id string) (agentrun.WorkEnd, error) {
+	w, err := d.store.GetWork(ctx, id)
+	if storage.IsNotFound(err) {
+		return agentrun.WorkEnd{}, nil
+	}
+	if err != nil {
+		return agentrun.WorkEnd{}, err
+	}
+	switch w.State {
+	case storage.WorkSucceeded, storage.WorkCancelled:
+		return agentrun.WorkEnd{Known: true, Ended: true, EndedAt: w.UpdatedAt}, nil
+	case storage.WorkFailed:
+		return agentrun.WorkEnd{Known: true, Ended: true, Failed: true, EndedAt: w.UpdatedAt}, nil
+	}
+	return agentrun.WorkEnd{Known: true}, nil
 }
 
 // sweepRuns removes the run directory (and closes the socket) of every

@@ -53,12 +53,16 @@ var rules = map[string][]string{
 	// Records: storage, configuration, the executor contract, run
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
-	"internal/executor/shell": {"internal/atomicfile", "internal/clock", "internal/executor"},
+	"internal/executor/proc":  {"internal/atomicfile"},
+	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc"},
 
 	// The agent executors: agent holds their shared, process-free parts.
-	"internal/executor/agent":      {"extension", "internal/executor"},
-	"internal/executor/claudecode": {"extension", "internal/executor", "internal/executor/agent"},
-	"internal/executor/codex":      {"extension", "internal/executor", "internal/executor/agent"},
+	"internal/executor/agent": {"extension", "internal/executor"},
+	// agentrun runs them under proc's supervision; claudecode and codex
+	// are its drivers.
+	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc"},
+	"internal/executor/claudecode": {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
+	"internal/executor/codex":      {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 
 	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
@@ -85,7 +89,7 @@ var rules = map[string][]string{
 	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"internal/buildinfo", "extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
-		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/shell", "internal/ids", "internal/kernel",
+		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
 	// The daemon's adapter of storage to the introspection extension's
@@ -119,6 +123,11 @@ var rules = map[string][]string{
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},
+	// Scripted fakes of the vendors' model APIs for the agent CLIs' tests.
+	"internal/executor/agent/agenttest": {},
+	// A double of an execution's toolbelt socket for the agent executors'
+	// tests.
+	"internal/executor/agentrun/agentruntest": {"api"},
 	"internal/scheduler/toolbeltint": {"internal/bearer", "internal/executor", "internal/scheduler", "internal/scheduler/schedulertest",
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",

@@ -27,6 +27,9 @@ type Spec struct {
 	// the environment variable name of the binding's secret used when the
 	// config does not name one.
 	Secrets map[string]string
+	// CheckTool, when set, returns a remedy for a tool name the agent does
+	// not know ("" for one it does), on top of the shared rules.
+	CheckTool func(name string) string
 }
 
 // Bounds of the limits a config may set, and their defaults.
@@ -77,6 +80,10 @@ type Config struct {
 	// Secrets maps each secret role to the environment variable name of
 	// the binding secret that fills it; never a value.
 	Secrets map[string]string
+	// BaseURL is the model API's base URL ("" for the vendor's own): an
+	// http or https URL without user info, query or fragment, so tests and
+	// local model endpoints can serve the agent.
+	BaseURL string
 }
 
 // Workdir is an agent's working directory: Dir, or a git repository of
@@ -109,7 +116,7 @@ type Problem = executor.ConfigProblem
 // (executor.ConfigError).
 type ConfigError = executor.ConfigError
 
-const configFields = "binary, model, playbook, prompt, tools, max_turns, timeout, workdir and secrets"
+const configFields = "binary, model, base_url, playbook, prompt, tools, max_turns, timeout, workdir and secrets"
 
 // ParseConfig parses a binding's executor config strictly: unknown,
 // duplicate and null members are refused, as are wrong types and values
@@ -154,6 +161,13 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 				cfg.Model = s
 				if !modelRule.MatchString(s) {
 					p.Add(ptr, CodeInvalidValue, "name the model with up to 200 letters, digits and . _ : / @ + -, starting with a letter or digit")
+				}
+			}
+		case "base_url":
+			if s, ok := p.str(ptr, "give the model API's base URL as a string"); ok {
+				cfg.BaseURL = s
+				if rem := checkBaseURL(s); rem != "" {
+					p.Add(ptr, CodeInvalidValue, rem)
 				}
 			}
 		case "playbook":
@@ -286,6 +300,8 @@ func (p *parser) tools(ptr string) []string {
 			p.Add(ep, CodeInvalidValue, "remove it; the toolbelt's operations reach the agent as MCP tools through the binding's operations and grants")
 		case !toolRule.MatchString(s):
 			p.Add(ep, CodeInvalidValue, "name a built-in tool: a letter, then letters, digits or '_', optionally with a (specifier) without commas")
+		case p.spec.CheckTool != nil && p.spec.CheckTool(s) != "":
+			p.Add(ep, CodeInvalidValue, p.spec.CheckTool(s))
 		case slices.Contains(tools, s):
 			p.Add(ep, CodeDuplicateKey, "name each tool once")
 		case len(tools) == MaxTools:
@@ -445,6 +461,29 @@ func checkRepository(s string) string {
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
 		return "remove the password from the URL; give credentials as the binding's secrets"
+	}
+	return ""
+}
+
+// checkBaseURL returns a remedy when s is not a model API base URL: an
+// absolute http or https URL with a host, and no user info, query or
+// fragment (a key belongs in the binding's secrets).
+func checkBaseURL(s string) string {
+	const remedy = "give an http:// or https:// URL with a host and an optional path, without user info, query or fragment"
+	if s == "" || len(s) > maxRepositoryBytes {
+		return remedy
+	}
+	for _, r := range s {
+		if r <= 0x20 || r == 0x7f {
+			return remedy
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return remedy
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+		return remedy
 	}
 	return ""
 }

@@ -132,3 +132,43 @@ func TestValidRefAndRepository(t *testing.T) {
 		}
 	}
 }
+
+func TestParseConfigBaseURL(t *testing.T) {
+	for _, good := range []string{"http://127.0.0.1:8080", "https://models.example.org/v1", "http://[::1]:9/api/"} {
+		cfg, err := ParseConfig(testSpec, []byte(`{"model": "m", "prompt": "p", "base_url": "`+good+`"}`))
+		if err != nil || cfg.BaseURL != good {
+			t.Errorf("base_url %q: %+v, %v", good, cfg.BaseURL, err)
+		}
+	}
+	const secret = "s3cr3t"
+	for _, bad := range []string{"", "127.0.0.1:8080", "ftp://h/x", "http://", "https://u:" + secret + "@h/", "https://u@h/",
+		"https://h/?key=" + secret, "https://h/#" + secret, "https://h/?", "http://h/ x", "mailto:" + secret} {
+		_, err := ParseConfig(testSpec, []byte(`{"model": "m", "prompt": "p", "base_url": "`+bad+`"}`))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Pointer != "/base_url" || ce.Problems[0].Code != CodeInvalidValue {
+			t.Errorf("base_url %q: %v, want one invalid_value at /base_url", bad, err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the problem of %q quotes the value: %v", bad, err)
+		}
+	}
+}
+
+func TestSpecCheckTool(t *testing.T) {
+	spec := testSpec
+	spec.CheckTool = func(name string) string {
+		if name == "shell" {
+			return ""
+		}
+		return "name a tool the agent knows"
+	}
+	if _, err := ParseConfig(spec, []byte(`{"model": "m", "prompt": "p", "tools": ["shell"]}`)); err != nil {
+		t.Errorf("a known tool: %v", err)
+	}
+	_, err := ParseConfig(spec, []byte(`{"model": "m", "prompt": "p", "tools": ["shell", "Read"]}`))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Pointer != "/tools/1" {
+		t.Errorf("an unknown tool: %v", err)
+	}
+}

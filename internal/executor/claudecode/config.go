@@ -5,6 +5,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agent"
+	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
 )
 
 // Name is the executor's name in a binding.
@@ -40,10 +41,12 @@ func ValidateConfig(raw json.RawMessage) error {
 	return err
 }
 
-// ErrNotImplemented is what Run and Resume answer in this release
-// (agent.ErrNotImplemented).
-var ErrNotImplemented = agent.ErrNotImplemented
+// Namer names the playbook a binding's config starts the agent on, for
+// validation; it runs nothing.
+var Namer = agent.Namer{Spec: Spec}
 
-// Executor is the executor as this release has it: it checks configs and
-// names playbooks; it runs nothing (see agent.Executor).
-var Executor = agent.Executor{Spec: Spec, Desc: Info}
+// New returns the executor, which runs the agent under a supervisor (see
+// the package doc).
+func New(opts agentrun.Options) (*agentrun.Executor, error) {
+	return agentrun.New(Spec, Info, Driver{}, opts)
+}

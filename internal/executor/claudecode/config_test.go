@@ -16,10 +16,10 @@ func TestConfigDefaultsAndPlaybook(t *testing.T) {
 	if cfg.Binary != "claude" || cfg.Secrets["api_key"] != "ANTHROPIC_API_KEY" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if got := Executor.PlaybookName(raw); got != "answer-issue" {
+	if got := Namer.PlaybookName(raw); got != "answer-issue" {
 		t.Fatalf("playbook %q", got)
 	}
-	if got := Executor.PlaybookName([]byte(`{"model": "m"}`)); got != "" {
+	if got := Namer.PlaybookName([]byte(`{"model": "m"}`)); got != "" {
 		t.Fatalf("a config that does not parse names no playbook, got %q", got)
 	}
 	var ce *agent.ConfigError

@@ -1,12 +1,13 @@
-// Package claudecode is the groundwork of the claude-code executor, which
-// will run Anthropic's Claude Code CLI as an execution: the strict check of
-// a binding's executor config (ParseConfig, ValidateConfig), the playbook
-// the config names (Executor.PlaybookName), and the parser of the CLI's
-// machine-readable output, `claude -p … --output-format stream-json
-// --verbose` (Parse, Parser).
-//
-// This release does not run the agent: Executor's Run and Resume refuse
-// with ErrNotImplemented, and the daemon does not hand it Work.
+// Package claudecode is the claude-code executor: it runs Anthropic's
+// Claude Code CLI as an execution through agentrun (New), with its own
+// Driver: CLAUDE_CONFIG_DIR in the execution's home, an MCP configuration
+// whose one server is os mcp, `claude -p --output-format stream-json
+// --verbose` with the prompt on stdin, --tools and --allowedTools exactly
+// the config's tools, and --resume SESSION for a resume. It also holds the
+// strict check of a binding's executor config (ParseConfig,
+// ValidateConfig), the playbook the config names (Namer), and the parser
+// of the CLI's stream (Parse, Parser), which follows tool calls to their
+// results so that a successful wait can park the segment.
 //
 // It must never log, store or put in an error the model API key or the
 // execution token (a config names the binding's secrets by variable name

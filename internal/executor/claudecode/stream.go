@@ -15,6 +15,8 @@ const (
 	maxNameLen    = 256
 	maxTools      = 1024
 	maxServers    = 64
+	maxPending    = 1024
+	maxSucceeded  = 256
 )
 
 // Usage is the token usage the result line reports.
@@ -62,6 +64,12 @@ type Result struct {
 
 	// Messages counts assistant and user lines.
 	Messages int
+	// ToolCalls counts the tool_use blocks of assistant lines.
+	ToolCalls int
+	// SucceededTools names, in order, the tools whose call's tool_result
+	// came back without is_error (at most 256 are kept), as the agent
+	// names them (mcp__SERVER__TOOL for an MCP tool).
+	SucceededTools []string
 	// Unknown counts well-formed lines of a type not listed above.
 	Unknown int
 	// Malformed counts lines that are not a JSON object with a type.
@@ -73,6 +81,8 @@ type Result struct {
 // Parser consumes a stream one line at a time; the zero value is ready.
 type Parser struct {
 	res Result
+	// pending maps the id of each tool_use not yet answered to its tool.
+	pending map[string]string
 }
 
 type line struct {
@@ -87,6 +97,20 @@ type line struct {
 	Result     json.RawMessage `json:"result"`
 	TotalCost  float64         `json:"total_cost_usd"`
 	Usage      *Usage          `json:"usage"`
+	Message    *messageLine    `json:"message"`
+}
+
+type messageLine struct {
+	// Content is a string or a list of blocks.
+	Content json.RawMessage `json:"content"`
+}
+
+type block struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ToolUseID string `json:"tool_use_id"`
+	IsError   bool   `json:"is_error"`
 }
 
 type mcpServerLine struct {
@@ -131,6 +155,7 @@ func (p *Parser) Line(b []byte) {
 		if r.SessionID == "" {
 			r.setSession(l.SessionID)
 		}
+		p.blocks(l.Type, l.Message)
 	case "result":
 		r.Done = true
 		r.setSession(l.SessionID)
@@ -150,6 +175,40 @@ func (p *Parser) Line(b []byte) {
 		}
 	default:
 		r.Unknown++
+	}
+}
+
+// blocks follows the tool calls of a message: an assistant's tool_use
+// blocks, and a user's tool_result blocks that answer them.
+func (p *Parser) blocks(role string, m *messageLine) {
+	if m == nil || len(m.Content) == 0 || m.Content[0] != '[' {
+		return
+	}
+	var blocks []block
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return
+	}
+	r := &p.res
+	for _, b := range blocks {
+		switch {
+		case role == "assistant" && b.Type == "tool_use":
+			r.ToolCalls++
+			if p.pending == nil {
+				p.pending = map[string]string{}
+			}
+			if b.ID != "" && len(b.ID) <= maxIDLen && len(p.pending) < maxPending {
+				p.pending[b.ID] = bound(b.Name, maxNameLen)
+			}
+		case role == "user" && b.Type == "tool_result":
+			name, ok := p.pending[b.ToolUseID]
+			if !ok {
+				continue
+			}
+			delete(p.pending, b.ToolUseID)
+			if !b.IsError && len(r.SucceededTools) < maxSucceeded {
+				r.SucceededTools = append(r.SucceededTools, name)
+			}
+		}
 	}
 }
 

@@ -154,3 +154,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseFollowsToolCalls: a tool_result without is_error names its
+// tool as succeeded; an error result, an unanswered call and a result
+// answering no call do not.
+func TestParseFollowsToolCalls(t *testing.T) {
+	stream := `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__os__emit","input":{}},{"type":"tool_use","id":"t2","name":"mcp__os__wait","input":{}}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"refused"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}]}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t9","content":"stray"}]}}
+{"type":"user","message":{"content":"plain text"}}
+{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t3","name":"mcp__os__wait","input":{}}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":"parked"}]}}
+{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t4","name":"mcp__os__declare_outcome","input":{}}]}}
+`
+	res, err := Parse(strings.NewReader(stream), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.SucceededTools, ","); got != "mcp__os__emit,mcp__os__wait" || res.ToolCalls != 4 || res.Malformed != 0 {
+		t.Errorf("succeeded %q, calls %d, malformed %d", got, res.ToolCalls, res.Malformed)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agent"
+	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
 )
 
 // Name is the executor's name in a binding.
@@ -17,6 +18,8 @@ var Spec = agent.Spec{
 	Executor: Name,
 	Binary:   "codex",
 	Secrets:  map[string]string{"api_key": "OPENAI_API_KEY"},
+	// Codex's own tools are turned on by name (see Driver.Prepare).
+	CheckTool: checkTool,
 }
 
 // Info describes the executor: transport os (the agent calls the toolbelt
@@ -40,10 +43,12 @@ func ValidateConfig(raw json.RawMessage) error {
 	return err
 }
 
-// ErrNotImplemented is what Run and Resume answer in this release
-// (agent.ErrNotImplemented).
-var ErrNotImplemented = agent.ErrNotImplemented
+// Namer names the playbook a binding's config starts the agent on, for
+// validation; it runs nothing.
+var Namer = agent.Namer{Spec: Spec}
 
-// Executor is the executor as this release has it: it checks configs and
-// names playbooks; it runs nothing (see agent.Executor).
-var Executor = agent.Executor{Spec: Spec, Desc: Info}
+// New returns the executor, which runs the agent under a supervisor (see
+// the package doc).
+func New(opts agentrun.Options) (*agentrun.Executor, error) {
+	return agentrun.New(Spec, Info, Driver{}, opts)
+}

@@ -9,9 +9,10 @@ import (
 
 // Bounds on what a Result keeps of a stream.
 const (
-	MaxMessage  = 64 * 1024
-	MaxErrorLen = 4 * 1024
-	maxIDLen    = 256
+	MaxMessage   = 64 * 1024
+	MaxErrorLen  = 4 * 1024
+	maxIDLen     = 256
+	maxSucceeded = 256
 )
 
 // Usage is token usage, summed over completed turns.
@@ -44,6 +45,9 @@ type Result struct {
 	// mcp_tool_call items by status.
 	Items    map[string]int
 	MCPCalls map[string]int
+	// SucceededTools names, in order, the MCP tools whose completed call
+	// carried no error (at most 256 are kept), as mcp__SERVER__TOOL.
+	SucceededTools []string
 
 	// Unknown counts well-formed lines of an event type not listed in the
 	// package doc; Malformed lines that are not a JSON object with a type.
@@ -75,6 +79,12 @@ type item struct {
 	Type   string          `json:"type"`
 	Text   json.RawMessage `json:"text"`
 	Status string          `json:"status"`
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Error  json.RawMessage `json:"error"`
+	Result *struct {
+		IsError bool `json:"is_error"`
+	} `json:"result"`
 }
 
 type errorBody struct {
@@ -134,6 +144,13 @@ func (p *Parser) Line(b []byte) {
 			}
 		case "mcp_tool_call":
 			count(&r.MCPCalls, bound(e.Item.Status, 64))
+			failed := len(e.Item.Error) > 0 && string(e.Item.Error) != "null"
+			if e.Item.Result != nil && e.Item.Result.IsError {
+				failed = true
+			}
+			if e.Item.Status == "completed" && !failed && len(r.SucceededTools) < maxSucceeded {
+				r.SucceededTools = append(r.SucceededTools, "mcp__"+bound(e.Item.Server, 64)+"__"+bound(e.Item.Tool, 128))
+			}
 		}
 	default:
 		r.Unknown++

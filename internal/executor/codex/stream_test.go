@@ -148,3 +148,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseFollowsMCPCalls: a completed mcp_tool_call without an error
+// names its tool as succeeded; a failed one, or one carrying an error or
+// an error result, does not.
+func TestParseFollowsMCPCalls(t *testing.T) {
+	stream := `{"type":"item.completed","item":{"id":"i1","type":"mcp_tool_call","server":"os","tool":"emit","status":"completed","error":null,"result":{"content":[]}}}
+{"type":"item.completed","item":{"id":"i2","type":"mcp_tool_call","server":"os","tool":"wait","status":"failed","error":{"message":"refused"}}}
+{"type":"item.completed","item":{"id":"i3","type":"mcp_tool_call","server":"os","tool":"wait","status":"completed","result":{"is_error":true}}}
+{"type":"item.completed","item":{"id":"i4","type":"mcp_tool_call","server":"os","tool":"wait","status":"completed","error":{"message":"x"}}}
+{"type":"item.completed","item":{"id":"i5","type":"mcp_tool_call","server":"os","tool":"wait","status":"completed"}}
+`
+	res, err := Parse(strings.NewReader(stream), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.SucceededTools, ","); got != "mcp__os__emit,mcp__os__wait" || res.MCPCalls["completed"] != 4 {
+		t.Errorf("succeeded %q, calls %v", got, res.MCPCalls)
+	}
+}

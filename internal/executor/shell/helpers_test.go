@@ -281,14 +281,12 @@ func waitExit(t *testing.T, pid int, start uint64) {
 // for b.dir.
 func (b *bundle) reaped(t *testing.T) {
 	t.Helper()
-	b.exec.mu.Lock()
-	c := b.exec.children[b.dir]
-	b.exec.mu.Unlock()
-	if c == nil {
+	done := b.exec.sup.Reaped(b.dir)
+	if done == nil {
 		return
 	}
 	select {
-	case <-c.done:
+	case <-done:
 	case <-time.After(guard):
 		t.Fatal("the supervisor was never reaped")
 	}

@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procStat is what the executor reads of /proc/<pid>/stat.
-type procStat struct {
+// ProcStat is what the executor reads of /proc/<pid>/stat.
+type ProcStat struct {
 	State   byte // R, S, D, Z, ...
 	PGID    int
 	Session int
@@ -22,16 +22,16 @@ type procStat struct {
 	Start uint64
 }
 
-// errNoProcess: no process has that pid.
-var errNoProcess = errors.New("no such process")
+// ErrNoProcess: no process has that pid.
+var ErrNoProcess = errors.New("no such process")
 
-func readProcStat(pid int) (procStat, error) {
+func ReadProcStat(pid int) (ProcStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-		return procStat{}, errNoProcess
+		return ProcStat{}, ErrNoProcess
 	}
 	if err != nil {
-		return procStat{}, err
+		return ProcStat{}, err
 	}
 	return parseProcStat(b)
 }
@@ -39,28 +39,28 @@ func readProcStat(pid int) (procStat, error) {
 // parseProcStat parses "pid (comm) state ppid pgrp session ...". The command
 // name may hold spaces and parentheses, so fields are counted from the last
 // ')'.
-func parseProcStat(b []byte) (procStat, error) {
+func parseProcStat(b []byte) (ProcStat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, errors.New("malformed /proc stat")
+		return ProcStat{}, errors.New("malformed /proc stat")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), so field n is f[n-3].
 	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, errors.New("malformed /proc stat")
+		return ProcStat{}, errors.New("malformed /proc stat")
 	}
 	pgid, err1 := strconv.Atoi(f[5-3])
 	sid, err2 := strconv.Atoi(f[6-3])
 	start, err3 := strconv.ParseUint(f[22-3], 10, 64)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return procStat{}, fmt.Errorf("malformed /proc stat: %w", err)
+		return ProcStat{}, fmt.Errorf("malformed /proc stat: %w", err)
 	}
-	return procStat{State: f[0][0], PGID: pgid, Session: sid, Start: start}, nil
+	return ProcStat{State: f[0][0], PGID: pgid, Session: sid, Start: start}, nil
 }
 
-// bootID identifies the running kernel boot, so that a record written before
+// BootID identifies the running kernel boot, so that a record written before
 // a reboot never matches a process after it.
-func bootID() (string, error) {
+func BootID() (string, error) {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", err
@@ -81,7 +81,7 @@ func groupMembers(pgid int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		st, err := readProcStat(pid)
+		st, err := ReadProcStat(pid)
 		if err != nil {
 			continue // gone meanwhile
 		}
@@ -101,7 +101,7 @@ func signalMember(pid, pgid int, sig unix.Signal) error {
 		return nil // gone
 	}
 	defer unix.Close(fd)
-	st, err := readProcStat(pid)
+	st, err := ReadProcStat(pid)
 	if err != nil || st.PGID != pgid || st.Session != pgid {
 		return nil
 	}
@@ -111,31 +111,31 @@ func signalMember(pid, pgid int, sig unix.Signal) error {
 	return nil
 }
 
-// pidWatch reports when a process exits, whether or not it is our child,
+// PIDWatch reports when a process exits, whether or not it is our child,
 // through a pidfd in the runtime's poller: no thread blocks and no timer
 // polls.
-type pidWatch struct {
+type PIDWatch struct {
 	f    *os.File
 	done chan struct{}
 }
 
-// watchPID starts watching pid, provided it is still the process that was
-// started at start ticks. errNoProcess means there is no such process (any
+// WatchPID starts watching pid, provided it is still the process that was
+// started at start ticks. ErrNoProcess means there is no such process (any
 // more).
-func watchPID(pid int, start uint64) (*pidWatch, error) {
+func WatchPID(pid int, start uint64) (*PIDWatch, error) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if errors.Is(err, unix.ESRCH) {
-		return nil, errNoProcess
+		return nil, ErrNoProcess
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot watch process %d: %w", pid, err)
 	}
 	// Read the start time after opening the pidfd: if it matches, the pidfd
 	// names the recorded process.
-	st, err := readProcStat(pid)
+	st, err := ReadProcStat(pid)
 	if err != nil || st.Start != start {
 		unix.Close(fd)
-		return nil, errNoProcess
+		return nil, ErrNoProcess
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
 	// Setting no deadline fails unless the runtime's poller took the file;
@@ -149,7 +149,7 @@ func watchPID(pid int, start uint64) (*pidWatch, error) {
 		f.Close()
 		return nil, err
 	}
-	w := &pidWatch{f: f, done: make(chan struct{})}
+	w := &PIDWatch{f: f, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		// A pidfd polls readable once its process has exited. Returning
@@ -170,10 +170,10 @@ func watchPID(pid int, start uint64) (*pidWatch, error) {
 }
 
 // Done is closed when the process has exited (or the watch was released).
-func (w *pidWatch) Done() <-chan struct{} { return w.done }
+func (w *PIDWatch) Done() <-chan struct{} { return w.done }
 
 // Release stops watching and waits for the watching goroutine to end.
-func (w *pidWatch) Release() {
+func (w *PIDWatch) Release() {
 	w.f.Close()
 	<-w.done
 }

@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"bytes"
@@ -11,19 +11,18 @@ import (
 	"github.com/open-conduit/open-conduit/internal/atomicfile"
 )
 
-// Files of the execution directory (see the package doc).
+// Files of a supervised directory (see the package doc).
 const (
-	recordFile        = "supervisor.json"
-	launchFile        = "launch.json"
-	statusFile        = "status.json"
-	stopFile          = "stop"
-	logFile           = "output.log"
-	supervisorLogFile = "supervisor.log"
-	workDir           = "work"
+	RecordFile        = "supervisor.json"
+	LaunchFile        = "launch.json"
+	StatusFile        = "status.json"
+	StopFile          = "stop"
+	LogFile           = "output.log"
+	SupervisorLogFile = "supervisor.log"
 )
 
-// record identifies the supervisor of an execution directory.
-type record struct {
+// Record identifies the supervisor of an execution directory.
+type Record struct {
 	PID int `json:"pid"`
 	// Start is the supervisor's start time in clock ticks since boot
 	// (/proc/<pid>/stat field 22).
@@ -31,18 +30,29 @@ type record struct {
 	BootID string `json:"boot_id"`
 }
 
-// launch is what the supervisor needs to start the command. It holds the
+// Launch is what the supervisor needs to start the command. It holds the
 // command's environment, secrets included, so it is written 0600 and the
 // supervisor deletes it as soon as it has read it.
-type launch struct {
+type Launch struct {
 	Argv     []string `json:"argv"`
 	Env      []string `json:"env"`
 	Dir      string   `json:"dir"`
 	LogLimit int64    `json:"log_limit"`
+	// Stream, when set, names a file of the directory that receives the
+	// command's stdout alone (an agent's machine-readable stream), bounded
+	// by StreamLimit (DefaultStreamLimit when zero); the log then holds
+	// stderr only. Empty: stdout and stderr share the log, in arrival
+	// order.
+	Stream      string `json:"stream,omitempty"`
+	StreamLimit int64  `json:"stream_limit,omitempty"`
+	// Stdin, when set, names a file of the directory the command reads as
+	// its stdin (so that a long or private input stays off its command
+	// line); /dev/null otherwise.
+	Stdin string `json:"stdin,omitempty"`
 }
 
-// status is how the command ended, as the supervisor saw it.
-type status struct {
+// Status is how the command ended, as the supervisor saw it.
+type Status struct {
 	// Exited: the command exited on its own with ExitCode.
 	Exited   bool `json:"exited"`
 	ExitCode int  `json:"exit_code"`
@@ -51,13 +61,9 @@ type status struct {
 	// StartError says why the command never started.
 	StartError   string `json:"start_error,omitempty"`
 	LogTruncated bool   `json:"log_truncated,omitempty"`
+	// StreamTruncated: the stream file reached its limit.
+	StreamTruncated bool `json:"stream_truncated,omitempty"`
 }
-
-// Why the executor stopped a group, kept in the stop file.
-const (
-	stopCancel   = "cancel"
-	stopDeadline = "deadline"
-)
 
 // writeFileAtomic replaces dir/name with data through an owner-only temporary
 // file in the same directory, fsync and rename, so that a reader sees either
@@ -66,7 +72,8 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }
 
-func writeJSONFile(dir, name string, v any) error {
+// WriteJSONFile writes v as JSON to dir/name, owner-only and whole.
+func WriteJSONFile(dir, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -74,9 +81,9 @@ func writeJSONFile(dir, name string, v any) error {
 	return writeFileAtomic(dir, name, append(data, '\n'))
 }
 
-// readJSONFile reads dir/name into v; ok is false if the file does not
+// ReadJSONFile reads dir/name into v; ok is false if the file does not
 // exist.
-func readJSONFile(dir, name string, v any) (ok bool, err error) {
+func ReadJSONFile(dir, name string, v any) (ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -94,30 +101,30 @@ func readJSONFile(dir, name string, v any) (ok bool, err error) {
 
 // writeRecord records the process pid as the supervisor of dir.
 func writeRecord(dir string, pid int) error {
-	st, err := readProcStat(pid)
+	st, err := ReadProcStat(pid)
 	if err != nil {
 		return err
 	}
-	boot, err := bootID()
+	boot, err := BootID()
 	if err != nil {
 		return err
 	}
-	return writeJSONFile(dir, recordFile, record{PID: pid, Start: st.Start, BootID: boot})
+	return WriteJSONFile(dir, RecordFile, Record{PID: pid, Start: st.Start, BootID: boot})
 }
 
-// writeStop records why the executor is stopping the group, unless an
+// WriteStop records why the executor is stopping the group, unless an
 // earlier stop already said why: the first reason stands. The file appears
 // whole (written aside, then linked into place) or not at all.
-func writeStop(dir, reason string) error {
-	if err := atomicfile.WriteNew(filepath.Join(dir, stopFile), []byte(reason+"\n"), 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+func WriteStop(dir, reason string) error {
+	if err := atomicfile.WriteNew(filepath.Join(dir, StopFile), []byte(reason+"\n"), 0o600); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
 	return nil
 }
 
-// readStop returns the reason the group was stopped, or "".
-func readStop(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, stopFile))
+// ReadStop returns the reason the group was stopped, or "".
+func ReadStop(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, StopFile))
 	if err != nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"errors"
@@ -41,45 +41,45 @@ func Supervise(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		// The launch file holds secrets: it goes even when nothing runs.
-		os.Remove(filepath.Join(dir, launchFile))
+		os.Remove(filepath.Join(dir, LaunchFile))
 		return err
 	}
 	dir = abs
 	if err := writeRecord(dir, os.Getpid()); err != nil {
-		os.Remove(filepath.Join(dir, launchFile))
+		os.Remove(filepath.Join(dir, LaunchFile))
 		return fmt.Errorf("cannot record the supervisor in the execution directory: %w", err)
 	}
 
-	var l launch
-	ok, err := readJSONFile(dir, launchFile, &l)
+	var l Launch
+	ok, err := ReadJSONFile(dir, LaunchFile, &l)
 	// The launch file holds secrets: it goes whatever happened.
-	os.Remove(filepath.Join(dir, launchFile))
-	var st status
+	os.Remove(filepath.Join(dir, LaunchFile))
+	var st Status
 	switch {
 	case err != nil || !ok || len(l.Argv) == 0:
-		st = status{ExitCode: -1, StartError: "the launch file was missing or damaged"}
+		st = Status{ExitCode: -1, StartError: "the launch file was missing or damaged"}
 	default:
 		st = superviseCommand(dir, l, stopped)
 	}
-	if err := writeJSONFile(dir, statusFile, st); err != nil {
+	if err := WriteJSONFile(dir, StatusFile, st); err != nil {
 		return fmt.Errorf("cannot record the exit status: %w", err)
 	}
 	return nil
 }
 
-func superviseCommand(dir string, l launch, stopped <-chan os.Signal) status {
+func superviseCommand(dir string, l Launch, stopped <-chan os.Signal) Status {
 	if l.LogLimit <= 0 {
 		l.LogLimit = DefaultLogLimit
 	}
-	f, err := os.OpenFile(filepath.Join(dir, logFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return status{ExitCode: -1, StartError: "cannot open the log file: " + errText(err)}
+		return Status{ExitCode: -1, StartError: "cannot open the log file: " + errText(err)}
 	}
 	defer f.Close()
 	log := &cappedLog{w: f, limit: l.LogLimit}
-	fail := func(msg string) status {
+	fail := func(msg string) Status {
 		fmt.Fprintf(log, "open-conduit: %s\n", msg)
-		return status{ExitCode: -1, StartError: msg}
+		return Status{ExitCode: -1, StartError: msg}
 	}
 
 	// Stop raced Run: the group was signalled before there was a command.
@@ -114,16 +114,65 @@ func superviseCommand(dir string, l launch, stopped <-chan os.Signal) status {
 		return fail("cannot create the output pipe: " + errText(err))
 	}
 	defer r.Close()
-	null, err := os.Open(os.DevNull)
+	// With a stream, stdout goes to a pipe of its own, copied into the
+	// stream file; stderr alone goes to the log.
+	var stream *cappedLog
+	var sr, sw *os.File
+	if l.Stream != "" {
+		if l.StreamLimit <= 0 {
+			l.StreamLimit = DefaultStreamLimit
+		}
+		if filepath.Base(l.Stream) != l.Stream || l.Stream == "." || l.Stream == ".." {
+			w.Close()
+			return fail("the stream file is not a plain file name")
+		}
+		sf, err := os.OpenFile(filepath.Join(dir, l.Stream), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			w.Close()
+			return fail("cannot open the stream file: " + errText(err))
+		}
+		defer sf.Close()
+		stream = &cappedLog{w: sf, limit: l.StreamLimit, quiet: true}
+		if sr, sw, err = os.Pipe(); err != nil {
+			w.Close()
+			return fail("cannot create the stream pipe: " + errText(err))
+		}
+		defer sr.Close()
+	}
+	in := os.DevNull
+	if l.Stdin != "" {
+		if filepath.Base(l.Stdin) != l.Stdin || l.Stdin == "." || l.Stdin == ".." {
+			w.Close()
+			if sw != nil {
+				sw.Close()
+			}
+			return fail("the stdin file is not a plain file name")
+		}
+		in = filepath.Join(dir, l.Stdin)
+	}
+	null, err := os.Open(in)
 	if err != nil {
 		w.Close()
+		if sw != nil {
+			sw.Close()
+		}
+		if l.Stdin != "" {
+			return fail("cannot open the stdin file: " + errText(err))
+		}
 		return fail("cannot open " + os.DevNull + ": " + errText(err))
+	}
+	out := w
+	if sw != nil {
+		out = sw
 	}
 	pid, err := syscall.ForkExec(path, l.Argv, &syscall.ProcAttr{
 		Env:   l.Env,
-		Files: []uintptr{null.Fd(), w.Fd(), w.Fd()},
+		Files: []uintptr{null.Fd(), out.Fd(), w.Fd()},
 	})
 	w.Close()
+	if sw != nil {
+		sw.Close()
+	}
 	null.Close()
 	if err != nil {
 		return fail("cannot start the command: " + errText(err))
@@ -134,23 +183,42 @@ func superviseCommand(dir string, l launch, stopped <-chan os.Signal) status {
 		io.Copy(log, r)
 		close(copied)
 	}()
+	streamed := make(chan struct{})
+	if sr != nil {
+		go func() {
+			io.Copy(stream, sr)
+			close(streamed)
+		}()
+	} else {
+		close(streamed)
+	}
 	ws, err := reapCommand(pid)
 	endGroup(os.Getpid())
 	r.SetReadDeadline(time.Now().Add(drainBound))
+	if sr != nil {
+		sr.SetReadDeadline(time.Now().Add(drainBound))
+	}
 	<-copied
+	<-streamed
 
-	var st status
+	var st Status
 	switch {
 	case err != nil:
-		st = status{ExitCode: -1, StartError: "lost track of the command: " + errText(err)}
+		st = Status{ExitCode: -1, StartError: "lost track of the command: " + errText(err)}
 	case ws.Exited():
-		st = status{Exited: true, ExitCode: ws.ExitStatus()}
+		st = Status{Exited: true, ExitCode: ws.ExitStatus()}
 	case ws.Signaled():
-		st = status{ExitCode: -1, Signal: signalName(ws.Signal())}
+		st = Status{ExitCode: -1, Signal: signalName(ws.Signal())}
 	default:
-		st = status{ExitCode: -1, StartError: "lost track of the command"}
+		st = Status{ExitCode: -1, StartError: "lost track of the command"}
 	}
 	st.LogTruncated = log.truncated
+	if stream != nil {
+		st.StreamTruncated = stream.truncated
+		if stream.err != nil {
+			fmt.Fprintf(os.Stderr, "writing the stream failed: %v\n", stream.err)
+		}
+	}
 	if log.err != nil {
 		fmt.Fprintf(os.Stderr, "writing the log failed: %v\n", log.err)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package shell
+package proc
 
 import (
 	"errors"
@@ -13,23 +13,23 @@ import (
 
 var errUnsupported = errors.New("the shell executor needs Linux (pidfd and /proc)")
 
-type procStat struct {
+type ProcStat struct {
 	State   byte
 	PGID    int
 	Session int
 	Start   uint64
 }
 
-var errNoProcess = errors.New("no such process")
+var ErrNoProcess = errors.New("no such process")
 
-func readProcStat(int) (procStat, error)          { return procStat{}, errUnsupported }
-func bootID() (string, error)                     { return "", errUnsupported }
+func ReadProcStat(int) (ProcStat, error)          { return ProcStat{}, errUnsupported }
+func BootID() (string, error)                     { return "", errUnsupported }
 func groupMembers(int) ([]int, error)             { return nil, errUnsupported }
 func signalMember(int, int, syscall.Signal) error { return errUnsupported }
-func watchPID(int, uint64) (*pidWatch, error)     { return nil, errUnsupported }
+func WatchPID(int, uint64) (*PIDWatch, error)     { return nil, errUnsupported }
 func setSubreaper() error                         { return errUnsupported }
 
-type pidWatch struct{ done chan struct{} }
+type PIDWatch struct{ done chan struct{} }
 
-func (w *pidWatch) Done() <-chan struct{} { return w.done }
-func (w *pidWatch) Release()              {}
+func (w *PIDWatch) Done() <-chan struct{} { return w.done }
+func (w *PIDWatch) Release()              {}

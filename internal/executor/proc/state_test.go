@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"os"
@@ -8,45 +8,45 @@ import (
 
 func TestStateFilesAreOwnerOnlyAndWhole(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeJSONFile(dir, launchFile, launch{Argv: []string{"true"}, Env: []string{"A=b"}}); err != nil {
+	if err := WriteJSONFile(dir, LaunchFile, Launch{Argv: []string{"true"}, Env: []string{"A=b"}}); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(dir, launchFile))
+	fi, err := os.Stat(filepath.Join(dir, LaunchFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("launch file mode = %v, want 0600", fi.Mode().Perm())
 	}
-	var l launch
-	if ok, err := readJSONFile(dir, launchFile, &l); !ok || err != nil || l.Env[0] != "A=b" {
+	var l Launch
+	if ok, err := ReadJSONFile(dir, LaunchFile, &l); !ok || err != nil || l.Env[0] != "A=b" {
 		t.Errorf("read back %+v, %v, %v", l, ok, err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
-	if err := os.WriteFile(filepath.Join(dir, statusFile), []byte(`{"exited": true, "exit_code": 0, "extra": 1}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, StatusFile), []byte(`{"exited": true, "exit_code": 0, "extra": 1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var st status
-	if _, err := readJSONFile(dir, statusFile, &st); err == nil {
+	var st Status
+	if _, err := ReadJSONFile(dir, StatusFile, &st); err == nil {
 		t.Error("a damaged status file was read")
 	}
 }
 
 func TestTheFirstStopReasonStands(t *testing.T) {
 	dir := t.TempDir()
-	if got := readStop(dir); got != "" {
+	if got := ReadStop(dir); got != "" {
 		t.Fatalf("reason before any stop = %q", got)
 	}
-	for _, reason := range []string{stopDeadline, stopCancel} {
-		if err := writeStop(dir, reason); err != nil {
+	for _, reason := range []string{"deadline", "cancel"} {
+		if err := WriteStop(dir, reason); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := readStop(dir); got != stopDeadline {
-		t.Errorf("reason = %q, want the first one, %q", got, stopDeadline)
+	if got := ReadStop(dir); got != "deadline" {
+		t.Errorf("reason = %q, want the first one, %q", got, "deadline")
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {

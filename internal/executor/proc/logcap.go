@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"io"
@@ -9,6 +9,13 @@ import (
 // DefaultLogLimit is how much of a command's output the log keeps unless the
 // executor is configured otherwise.
 const DefaultLogLimit = 8 << 20
+
+// DefaultStreamLimit is how much of a command's stdout a stream file keeps
+// unless the launch says otherwise.
+const DefaultStreamLimit = 64 << 20
+
+// TruncationMarker is the text a capped log holds where it was cut.
+func TruncationMarker(limit int64) string { return truncationMarker(limit) }
 
 // truncationMarker is written once, where the log was cut.
 func truncationMarker(limit int64) string {
@@ -25,7 +32,9 @@ type cappedLog struct {
 	limit     int64
 	written   int64
 	truncated bool
-	err       error
+	// quiet: cut without a marker (a stream stays lines of JSON).
+	quiet bool
+	err   error
 }
 
 func (l *cappedLog) Write(p []byte) (int, error) {
@@ -49,7 +58,9 @@ func (l *cappedLog) Write(p []byte) (int, error) {
 		}
 	}
 	l.put(head)
-	l.put([]byte(truncationMarker(l.limit)))
+	if !l.quiet {
+		l.put([]byte(truncationMarker(l.limit)))
+	}
 	l.truncated = true
 	return len(p), nil
 }

@@ -1,4 +1,4 @@
-package shell
+package proc
 
 import (
 	"os"
@@ -13,7 +13,7 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{State: 'S', PGID: 4242, Session: 4242, Start: 987654}
+	want := ProcStat{State: 'S', PGID: 4242, Session: 4242, Start: 987654}
 	if st != want {
 		t.Errorf("stat = %+v, want %+v", st, want)
 	}
@@ -25,7 +25,7 @@ func TestParseProcStat(t *testing.T) {
 }
 
 func TestReadProcStatOfARealProcess(t *testing.T) {
-	self, err := readProcStat(os.Getpid())
+	self, err := ReadProcStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestReadProcStatOfARealProcess(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	child, err := readProcStat(p.Process.Pid)
+	child, err := ReadProcStat(p.Process.Pid)
 	p.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestReadProcStatOfARealProcess(t *testing.T) {
 	if child.Start < self.Start || child.PGID != self.PGID {
 		t.Errorf("child %+v, self %+v", child, self)
 	}
-	if _, err := readProcStat(p.Process.Pid); err != errNoProcess {
-		t.Errorf("a reaped process reads as %v, want errNoProcess", err)
+	if _, err := ReadProcStat(p.Process.Pid); err != ErrNoProcess {
+		t.Errorf("a reaped process reads as %v, want ErrNoProcess", err)
 	}
 }

@@ -1,0 +1,40 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/agent/agenttest"
+	"github.com/open-conduit/open-conduit/internal/executor/agentrun/agentruntest"
+)
+
+// TestTheRealAgentSeesARefusedWait: a wait the toolbelt refuses reaches
+// the agent as a tool error (the model server sees it), and the segment
+// does not park: it ends by the agent's own result.
+func TestTheRealAgentSeesARefusedWait(t *testing.T) {
+	bin := agenttest.Claude(t)
+	b := setup(t)
+	agentruntest.BuildOS(t, b.ctx.ToolbeltDir)
+	tb := agentruntest.NewToolbelt(t, b.ctx.ToolbeltEndpoint, tokenCanary)
+	tb.Refuse("wait")
+	srv := agenttest.Anthropic(t, agenttest.Options{
+		APIKey: apiKeyCanary, Model: "claude-sonnet-4-5",
+		Script: []agenttest.Step{agenttest.Call("mcp__os__wait", nil), agenttest.Reply("The wait was refused.")},
+	})
+	req := b.request(1)
+	req.Config = json.RawMessage(`{"binary": "` + bin + `", "model": "claude-sonnet-4-5", "base_url": "` + srv.URL + `", "prompt": "wait"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	res, err := b.exec.Run(ctx, req)
+	logSegment(t, b.dir, "1")
+	if err != nil || res.Outcome != executor.Succeeded {
+		t.Fatalf("Run = %+v, %v; want it to end by the agent's result, not parked", res, err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !reqs[1].Has("tool_result", "refused") {
+		t.Errorf("the model never saw the refusal: %+v", reqs)
+	}
+}
