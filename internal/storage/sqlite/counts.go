@@ -1,0 +1,40 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// WorkCount is how many Work rows share a state and a hold's reason.
+type WorkCount struct {
+	State         storage.WorkState
+	BlockedReason string
+	Count         int
+}
+
+// TallyWork counts every Work by state and hold's reason ("" when not
+// held), in one grouped read on a reader connection: the daemon's Work
+// gauges, computed at a scrape. The work_claimable index covers both
+// columns, so it scans the index, never the rows. It is SQLite's own,
+// not part of storage.Store.
+func (s *Store) TallyWork(ctx context.Context) ([]WorkCount, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT state, blocked_reason, COUNT(*) FROM work GROUP BY state, blocked_reason ORDER BY state, blocked_reason`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: tally work: %w", err)
+	}
+	defer rows.Close()
+	var out []WorkCount
+	for rows.Next() {
+		var c WorkCount
+		if err := rows.Scan(&c.State, &c.BlockedReason, &c.Count); err != nil {
+			return nil, fmt.Errorf("sqlite: tally work: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: tally work: %w", err)
+	}
+	return out, nil
+}
