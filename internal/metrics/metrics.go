@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -19,28 +20,43 @@ const Namespace = "open_conduit"
 // is in one), so that an alert on a state never sees a missing series.
 var WorkStates = []string{"ready", "running", "waiting", "succeeded", "failed", "cancelled"}
 
-// WorkCounts are the Work gauges' values, read from storage at a scrape.
-type WorkCounts struct {
-	// ByState counts Work by state.
-	ByState map[string]int
+// AttemptStates are the live states the attempts gauge always reports.
+var AttemptStates = []string{"running", "parked", "stopping"}
+
+// AttemptResults are the results the finished attempts counter always
+// reports.
+var AttemptResults = []string{"succeeded", "failed", "cancelled", "lost"}
+
+// Counts are the values read from storage at a scrape.
+type Counts struct {
+	// Work counts Work by state.
+	Work map[string]int
 	// Held counts held Work by its hold's reason.
 	Held map[string]int
 	// Ready counts ready Work that is not held: the queue the scheduler
 	// claims from.
 	Ready int
+	// Attempts counts every attempt ever recorded (executions are never
+	// deleted, so it only grows).
+	Attempts int
+	// Live counts attempts not finished, by state.
+	Live map[string]int
+	// Finished counts finished attempts by result.
+	Finished map[string]int
 }
 
-// WorkCounter reads the Work gauges' values.
-type WorkCounter func(ctx context.Context) (WorkCounts, error)
+// Counter reads the scrape-time values.
+type Counter func(ctx context.Context) (Counts, error)
 
 // Options configure the metrics.
 type Options struct {
 	// Registry is where every metric is registered (required): the
 	// daemon makes one, never the library's global default.
 	Registry *prometheus.Registry
-	// Work, when set, is read at every scrape for the Work gauges; a
-	// failed read leaves them out of that scrape and is logged.
-	Work WorkCounter
+	// Counts, when set, is read at every scrape for the Work gauges and
+	// the attempt counters; a failed read leaves them out of that scrape
+	// and is logged.
+	Counts Counter
 	// Logger receives a failed scrape's error (required).
 	Logger *slog.Logger
 }
@@ -51,8 +67,6 @@ type Options struct {
 type Metrics struct {
 	reg       *prometheus.Registry
 	log       *slog.Logger
-	started   *prometheus.CounterVec
-	finished  *prometheus.CounterVec
 	calls     *prometheus.CounterVec
 	refusals  *prometheus.CounterVec
 	renewals  *prometheus.CounterVec
@@ -68,14 +82,6 @@ func New(opts Options) (*Metrics, error) {
 	m := &Metrics{
 		reg: opts.Registry,
 		log: opts.Logger,
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "attempts_started_total",
-			Help: "Attempts started by this daemon, by kind: run (a claim), resume (a parked attempt claimed again), recover (an expired or orphaned attempt taken over).",
-		}, []string{"kind"}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "attempts_finished_total",
-			Help: "Attempts this daemon recorded as finished, by result (succeeded, failed, cancelled, lost).",
-		}, []string{"result"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "toolbelt_calls_total",
 			Help: "Toolbelt requests by operation (other for a name the daemon does not serve) and result (ok, or the refusal's result).",
@@ -98,9 +104,9 @@ func New(opts Options) (*Metrics, error) {
 			Help: "Deliveries an ingress received, by source (the ingress) and outcome (accepted, duplicate, rejected, failed).",
 		}, []string{"source", "outcome"}),
 	}
-	cs := []prometheus.Collector{m.started, m.finished, m.calls, m.refusals, m.renewals, m.commits, m.ingresses}
-	if opts.Work != nil {
-		cs = append(cs, newWorkCollector(opts.Work, opts.Logger))
+	cs := []prometheus.Collector{m.calls, m.refusals, m.renewals, m.commits, m.ingresses}
+	if opts.Counts != nil {
+		cs = append(cs, newStoreCollector(opts.Counts, opts.Logger))
 	}
 	for _, c := range cs {
 		if err := opts.Registry.Register(c); err != nil {
@@ -119,20 +125,6 @@ func (m *Metrics) Handler() http.Handler {
 		ErrorHandling: promhttp.ContinueOnError,
 		Registry:      m.reg,
 	})
-}
-
-// AttemptStarted counts an attempt started (run, resume or recover).
-func (m *Metrics) AttemptStarted(kind string) {
-	if m != nil {
-		m.started.WithLabelValues(kind).Inc()
-	}
-}
-
-// AttemptFinished counts an attempt recorded as finished with result.
-func (m *Metrics) AttemptFinished(result string) {
-	if m != nil {
-		m.finished.WithLabelValues(result).Inc()
-	}
 }
 
 // LeaseRenewal counts one lease renewal's outcome.
@@ -173,51 +165,67 @@ func (m *Metrics) IngressDelivery(source, outcome string) {
 	}
 }
 
-// workCollector computes the Work gauges from storage at every scrape:
-// one grouped count, so the values are never stale and nothing has to
-// follow every transition of a Work.
-type workCollector struct {
-	read  WorkCounter
-	log   *slog.Logger
-	work  *prometheus.Desc
-	held  *prometheus.Desc
-	queue *prometheus.Desc
+// storeCollector computes the Work gauges and the attempt counters from
+// storage at every scrape: two grouped counts, so the values are never
+// stale, they survive a restart, and nothing has to follow every
+// transition of a Work or an attempt.
+type storeCollector struct {
+	read     Counter
+	log      *slog.Logger
+	work     *prometheus.Desc
+	held     *prometheus.Desc
+	queue    *prometheus.Desc
+	started  *prometheus.Desc
+	live     *prometheus.Desc
+	finished *prometheus.Desc
 }
 
-func newWorkCollector(read WorkCounter, log *slog.Logger) *workCollector {
-	return &workCollector{
+func newStoreCollector(read Counter, log *slog.Logger) *storeCollector {
+	return &storeCollector{
 		read: read, log: log,
-		work:  prometheus.NewDesc(Namespace+"_work", "Work by state, read from storage at the scrape.", []string{"state"}, nil),
-		held:  prometheus.NewDesc(Namespace+"_work_held", "Held Work by the hold's reason (work retry releases it).", []string{"reason"}, nil),
-		queue: prometheus.NewDesc(Namespace+"_queue_depth", "Ready Work that is not held: what waits for a claim.", nil, nil),
+		work:     prometheus.NewDesc(Namespace+"_work", "Work by state.", []string{"state"}, nil),
+		held:     prometheus.NewDesc(Namespace+"_work_held", "Held Work by the hold's reason (open-conduit work retry releases it).", []string{"reason"}, nil),
+		queue:    prometheus.NewDesc(Namespace+"_queue_depth", "Ready Work that is not held: what waits for a claim.", nil, nil),
+		started:  prometheus.NewDesc(Namespace+"_attempts_started_total", "Attempts started (executions created) on this state directory.", nil, nil),
+		live:     prometheus.NewDesc(Namespace+"_attempts", "Attempts not finished, by state.", []string{"state"}, nil),
+		finished: prometheus.NewDesc(Namespace+"_attempts_finished_total", "Attempts finished on this state directory, by result.", []string{"result"}, nil),
 	}
 }
 
-func (c *workCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.work
-	ch <- c.held
-	ch <- c.queue
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.work, c.held, c.queue, c.started, c.live, c.finished} {
+		ch <- d
+	}
 }
 
-func (c *workCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, err := c.read(context.Background())
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	n, err := c.read(context.Background())
 	if err != nil {
-		c.log.Error("metrics: cannot count Work for a scrape", "error", err.Error())
+		c.log.Error("metrics: cannot count Work and attempts for a scrape", "error", err.Error())
 		ch <- prometheus.NewInvalidMetric(c.work, err)
 		return
 	}
-	for _, st := range WorkStates {
-		ch <- prometheus.MustNewConstMetric(c.work, prometheus.GaugeValue, float64(counts.ByState[st]), st)
+	gauges(ch, c.work, prometheus.GaugeValue, WorkStates, n.Work)
+	gauges(ch, c.held, prometheus.GaugeValue, nil, n.Held)
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(n.Ready))
+	ch <- prometheus.MustNewConstMetric(c.started, prometheus.CounterValue, float64(n.Attempts))
+	gauges(ch, c.live, prometheus.GaugeValue, AttemptStates, n.Live)
+	gauges(ch, c.finished, prometheus.CounterValue, AttemptResults, n.Finished)
+}
+
+// gauges sends one metric per label value: every one of always (0 when
+// absent), then the others of values, sorted.
+func gauges(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, always []string, values map[string]int) {
+	labels := slices.Clone(always)
+	for k := range values {
+		if !slices.Contains(always, k) {
+			labels = append(labels, k)
+		}
 	}
-	reasons := make([]string, 0, len(counts.Held))
-	for r := range counts.Held {
-		reasons = append(reasons, r)
+	sort.Strings(labels[len(always):])
+	for _, l := range labels {
+		ch <- prometheus.MustNewConstMetric(d, t, float64(values[l]), l)
 	}
-	sort.Strings(reasons)
-	for _, r := range reasons {
-		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(counts.Held[r]), r)
-	}
-	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(counts.Ready))
 }
 
 // slogPrinter is promhttp's error log on the daemon's logger.

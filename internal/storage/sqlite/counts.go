@@ -38,3 +38,35 @@ func (s *Store) TallyWork(ctx context.Context) ([]WorkCount, error) {
 	}
 	return out, nil
 }
+
+// ExecutionCount is how many executions share a state and a result.
+type ExecutionCount struct {
+	State  storage.ExecutionState
+	Result storage.ExecutionResult
+	Count  int
+}
+
+// TallyExecutions counts every execution (attempt) by state and result
+// ("" until it finishes), in one grouped read on a reader connection:
+// the daemon's attempt counters, computed at a scrape. Executions are
+// never deleted, so the counts only grow. It is SQLite's own, not part of
+// storage.Store.
+func (s *Store) TallyExecutions(ctx context.Context) ([]ExecutionCount, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT state, result, COUNT(*) FROM executions GROUP BY state, result ORDER BY state, result`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: tally executions: %w", err)
+	}
+	defer rows.Close()
+	var out []ExecutionCount
+	for rows.Next() {
+		var c ExecutionCount
+		if err := rows.Scan(&c.State, &c.Result, &c.Count); err != nil {
+			return nil, fmt.Errorf("sqlite: tally executions: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: tally executions: %w", err)
+	}
+	return out, nil
+}

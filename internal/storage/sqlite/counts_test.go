@@ -99,3 +99,63 @@ func BenchmarkTallyWork(b *testing.B) {
 		}
 	}
 }
+
+// insertExecutions inserts n finished executions with result (running
+// ones when result is ""), each of its own Work.
+func insertExecutions(t testing.TB, s storage.Store, prefix string, n int, result storage.ExecutionResult) {
+	t.Helper()
+	insertWork(t, s, "e"+prefix, n, storage.WorkRunning, "")
+	ctx := context.Background()
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for i := range n {
+			id := fmt.Sprintf("exe_%s%d", prefix, i)
+			_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: id, Work: fmt.Sprintf("wrk_e%s%d", prefix, i), Scope: "s", Binding: "b", Executor: "shell",
+				Generation: 1, Owner: "dmn_1", LeaseExpiresAt: storagetest.T0.Add(time.Minute), Deadline: storagetest.T0.Add(time.Hour), CreatedAt: storagetest.T0})
+			if err != nil || result == "" {
+				return err
+			}
+			st := storage.ExecutionFinished
+			if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: id, Epoch: 1, State: &st, Result: &result, Now: storagetest.T0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTallyExecutions(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	insertExecutions(t, s, "r", 1, "")
+	insertExecutions(t, s, "s", 2, storage.ResultSucceeded)
+	insertExecutions(t, s, "f", 3, storage.ResultFailed)
+	got, err := s.TallyExecutions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sqlite.ExecutionCount{
+		{State: storage.ExecutionFinished, Result: storage.ResultFailed, Count: 3},
+		{State: storage.ExecutionFinished, Result: storage.ResultSucceeded, Count: 2},
+		{State: storage.ExecutionRunning, Count: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("tally = %v, want %v", got, want)
+	}
+}
+
+// BenchmarkTallyExecutions measures the scrape-time count over 100,000
+// executions.
+func BenchmarkTallyExecutions(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "state.db"))
+	insertExecutions(b, s, "s", 60_000, storage.ResultSucceeded)
+	insertExecutions(b, s, "f", 40_000, storage.ResultFailed)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.TallyExecutions(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
