@@ -72,7 +72,7 @@ type Options struct {
 	// Logger, when set, is used instead of LogFormat and Stderr.
 	Logger *slog.Logger
 	// Executable is the open-conduit binary: the shell executor's
-	// supervisor and the target of <state>/bin/os. os.Executable() when
+	// supervisor and the source of the <state>/bin/os copy. os.Executable() when
 	// empty.
 	Executable string
 	// Version is reported by the health route; the build's module version
