@@ -1,8 +1,8 @@
 // Command open-conduit is the operator's CLI and, as `open-conduit daemon`,
 // the daemon itself. The commands live in package cli.
 //
-// Invoked under the name os (the daemon links <state>/bin/os to this
-// binary and puts that directory first on every execution's PATH), it is
+// Invoked under the name os (the daemon copies this binary to <state>/bin/os
+// and puts that directory first on every execution's PATH), it is
 // the in-execution CLI, package oscli, so that one binary is all a
 // `go run ./cmd/open-conduit daemon` needs.
 //

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/buildinfo"
@@ -29,6 +31,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
+	"github.com/open-conduit/open-conduit/internal/metrics"
 	"github.com/open-conduit/open-conduit/internal/runs"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/statedir"
@@ -67,12 +70,14 @@ type Options struct {
 	StateDir string
 	// LogFormat is "text" (the default) or "json".
 	LogFormat string
+	// LogLevel is "debug", "info" (the default), "warn" or "error".
+	LogLevel string
 	// Stderr receives the logs; os.Stderr when nil.
 	Stderr io.Writer
 	// Logger, when set, is used instead of LogFormat and Stderr.
 	Logger *slog.Logger
 	// Executable is the open-conduit binary: the shell executor's
-	// supervisor and the target of <state>/bin/os. os.Executable() when
+	// supervisor and the source of the <state>/bin/os copy. os.Executable() when
 	// empty.
 	Executable string
 	// Version is reported by the health route; the build's module version
@@ -103,6 +108,20 @@ type Options struct {
 	SweepInterval time.Duration
 	// Ready, when set, is called once the daemon serves.
 	Ready func(Info)
+	// NotifySocket is the service manager's readiness socket (the CLI
+	// passes $NOTIFY_SOCKET): READY=1 is sent once adoption, the first
+	// round and the first sweep are done and the sockets serve, STOPPING=1
+	// when a graceful stop begins. Empty sends nothing.
+	NotifySocket string
+	// MetricsRegistry is where the daemon registers its metrics; a
+	// registry of its own (with the Go runtime's and the process's
+	// collectors) when nil. Never the client library's global one.
+	MetricsRegistry *prometheus.Registry
+	// MetricsAddress, when set, also serves GET /metrics, without
+	// authentication, on this TCP host:port; it must be a loopback
+	// address unless MetricsAllowRemote.
+	MetricsAddress     string
+	MetricsAllowRemote bool
 	// ticked, when set, is called after every scheduler round (a seam for
 	// this package's tests: a round that started after an observation has
 	// decided on it).
@@ -134,9 +153,16 @@ type Daemon struct {
 
 	lock  *statedir.Lock
 	store storage.Store
-	cfg   configSource
-	rt    *kernel.Runtime
-	ids   *ids.Generator
+	// db is store itself, for what only SQLite answers (the metrics'
+	// tallies).
+	db      *sqlite.Store
+	metrics *metrics.Metrics
+	// metricsLn and metricsHTTP serve the optional TCP metrics listener.
+	metricsLn   net.Listener
+	metricsHTTP *http.Server
+	cfg         configSource
+	rt          *kernel.Runtime
+	ids         *ids.Generator
 	// regs are every registration on host, the release's and the
 	// embedder's; human is the human extension's port.
 	regs  []extension.Registration
@@ -254,12 +280,18 @@ func (d *Daemon) defaults() error {
 	d.clock = o.Clock
 	d.log = o.Logger
 	if d.log == nil {
-		d.log, err = newLogger(o.Stderr, o.LogFormat)
+		d.log, err = newLogger(o.Stderr, o.LogFormat, o.LogLevel)
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	if o.MetricsAddress != "" {
+		// Refused before the state directory is touched.
+		if err := checkMetricsAddress(o.MetricsAddress, o.MetricsAllowRemote); err != nil {
+			return err
+		}
+	}
+	return d.newMetrics()
 }
 
 // takeState prepares the state directory (0700, refused when unsafe) and
@@ -288,11 +320,11 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 	}
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: d.clock})
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: path, Clock: d.clock, OnCommit: d.metrics.Commit})
 	if err != nil {
 		return fmt.Errorf("cannot open coordination storage in %s: %w", d.state, err)
 	}
-	d.store = store
+	d.store, d.db = store, store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
 	return nil
@@ -347,6 +379,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		AuthorizeAt:   authorizeAt(d.cfg),
 		AuthorizeRead: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
 		EmitAllowed:   emitAllowed(d.cfg),
+		OnCall:        d.metrics.ToolbeltCall,
 		Logger:        d.log.With("component", "toolbelt"),
 	})
 	if err != nil {
@@ -368,6 +401,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
+		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
 	})
 	if err != nil {
 		return err
@@ -393,9 +427,12 @@ func (d *Daemon) build(ctx context.Context) error {
 	// The toolbelt sockets close, then the calls still in flight on them
 	// (and on the management socket) return, before storage closes.
 	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }, d.drain}, d.closers...)
-	binDir, err := linkOS(d.state, d.opts.Executable)
+	binDir, wrote, err := installOS(d.state, d.opts.Executable)
 	if err != nil {
 		return err
+	}
+	if wrote {
+		d.log.Info("installed the os binary executions run", "path", filepath.Join(binDir, OSName))
 	}
 	for _, dir := range []string{ExecutionsDir, PlaybooksDir, WorkspacesDir} {
 		if err := os.MkdirAll(filepath.Join(d.state, dir), 0o700); err != nil {
@@ -429,6 +466,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		StartGates:        startGates(d.host),
 		ExecutionsDir:     filepath.Join(d.state, ExecutionsDir),
 		Artifacts:         d.arts,
+		OnRenewal:         d.metrics.LeaseRenewal,
 		Logger:            d.log.With("component", "scheduler"),
 	})
 	if err != nil {
@@ -513,7 +551,7 @@ func (d *Daemon) listen(context.Context) error {
 	d.http = management.HTTPServer(d.notifying(d.srv), d.log.With("component", "management"))
 	// Stop serving first of all; storage must outlive requests in flight.
 	d.closers = append([]func() error{d.shutdownHTTP}, d.closers...)
-	return nil
+	return d.listenMetrics()
 }
 
 func (d *Daemon) shutdownHTTP() error {

@@ -17,8 +17,9 @@
 //	<state>/artifacts/         the bytes of artifacts (logs), by artifact id
 //	<state>/executions/<id>/   each execution's executor directory
 //	<state>/runs/<key>/        each live execution's toolbelt socket and token
-//	<state>/bin/os             a symlink to the daemon's own binary, so that
-//	                           `os` is on every execution's PATH
+//	<state>/bin/os             a copy of the daemon's own binary (0755), so
+//	                           that `os` is on every execution's PATH and
+//	                           outlasts a `go run` build directory
 //
 // It must never log, return or store a token, a secret or a secret
 // reference; never stop an execution's process on shutdown (the next daemon

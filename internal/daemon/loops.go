@@ -32,6 +32,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		}
 		d.served <- err
 	}()
+	d.serveMetrics()
+	d.notify("STATUS=starting: adopting the attempts of an earlier daemon, first round and sweep")
 	if n, err := d.sched.RecoverOrphans(ctx); err != nil {
 		d.log.Error("adopting the attempts of an earlier daemon failed", "adopted", n, "error", err)
 	} else if n > 0 {
@@ -42,6 +44,10 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.ready.Store(true)
 	info := d.Info()
 	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "generation", info.Generation, "version", d.opts.Version)
+	// The service manager hears READY only now: adoption, the first
+	// round and the first sweep are done, and the management socket (and
+	// every adopted toolbelt socket) serves.
+	d.notify("READY=1", fmt.Sprintf("STATUS=ready: generation %d, serving the management socket", info.Generation))
 	if d.opts.Ready != nil {
 		d.opts.Ready(info)
 	}
@@ -65,6 +71,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			d.log.Info("shutting down", "reason", context.Cause(ctx))
+			d.notify("STOPPING=1", "STATUS=stopping: detaching from running attempts, which keep running")
 			return nil
 		case err := <-d.served:
 			if err == nil {

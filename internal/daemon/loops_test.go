@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestStartSweepsRunDirectoriesOfUnknownExecutions(t *testing.T) {
 
 func TestLogFormats(t *testing.T) {
 	var b bytes.Buffer
-	l, err := newLogger(&b, LogJSON)
+	l, err := newLogger(&b, LogJSON, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +48,48 @@ func TestLogFormats(t *testing.T) {
 		t.Fatalf("json log %q: %v", b.String(), err)
 	}
 	b.Reset()
-	if l, err = newLogger(&b, ""); err != nil {
+	if l, err = newLogger(&b, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	l.Info("hello", "k", "v")
 	if !strings.Contains(b.String(), "msg=hello k=v") {
 		t.Fatalf("text log %q", b.String())
 	}
-	if _, err := newLogger(&b, "xml"); err == nil {
+	if _, err := newLogger(&b, "xml", ""); err == nil {
 		t.Fatal("an unknown format was accepted")
+	}
+}
+
+func TestLogLevels(t *testing.T) {
+	for _, c := range []struct {
+		level string
+		shown []string
+	}{
+		{"debug", []string{"d", "i", "w", "e"}},
+		{"", []string{"i", "w", "e"}},
+		{"info", []string{"i", "w", "e"}},
+		{"warn", []string{"w", "e"}},
+		{"error", []string{"e"}},
+	} {
+		var b bytes.Buffer
+		l, err := newLogger(&b, LogText, c.level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Debug("d")
+		l.Info("i")
+		l.Warn("w")
+		l.Error("e")
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			_, msg, _ := strings.Cut(line, "msg=")
+			got = append(got, msg)
+		}
+		if strings.Join(got, ",") != strings.Join(c.shown, ",") {
+			t.Errorf("level %q logged %v, want %v", c.level, got, c.shown)
+		}
+	}
+	if _, err := newLogger(io.Discard, LogText, "verbose"); err == nil {
+		t.Fatal("an unknown level was accepted")
 	}
 }

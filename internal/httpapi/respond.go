@@ -110,6 +110,9 @@ type Writer struct {
 	// answers unauthorized, forbidden and authority_released with the
 	// generic message only (the toolbelt socket).
 	Bare bool
+	// Refused, when set, is told the code of every error written (the
+	// daemon's refusal metrics).
+	Refused func(code string)
 }
 
 // Result renders out and writes it, or the error rendering it failed with.
@@ -133,6 +136,9 @@ func (wr Writer) Error(w http.ResponseWriter, r *http.Request, err error) {
 			attrs = append(attrs, "principal", wr.Caller(r))
 		}
 		wr.Log.Error(wr.Failed, append(attrs, "error", err.Error())...)
+	}
+	if wr.Refused != nil {
+		wr.Refused(code)
 	}
 	body := api.ErrorBody{Code: code, Message: msg}
 	h := w.Header()

@@ -97,7 +97,27 @@ type Options struct {
 	// Limits bound Serve's connections and body read time; zero fields
 	// take unixsock.ManagementLimits.
 	Limits unixsock.Limits
+	// Metrics, when set, serves GET /metrics (the Prometheus exposition)
+	// to a credential of MetricsRole.
+	Metrics http.Handler
+	// Refused, when set, is told the socket ("management" or "toolbelt")
+	// and code of every refusal either socket answers.
+	Refused func(socket, code string)
 }
+
+// MetricsPath is the path of the metrics, outside the versioned API as
+// Prometheus expects it.
+const MetricsPath = "/metrics"
+
+// MetricsRole is the least role that reads the metrics: they hold counts
+// only, never an id, and every view credential already reads far more.
+const MetricsRole = RoleView
+
+// Sockets named to Options.Refused.
+const (
+	SocketManagement = "management"
+	SocketToolbelt   = "toolbelt"
+)
 
 // Server is the management API's HTTP handler and server.
 type Server struct {
@@ -154,6 +174,9 @@ func New(opts Options) (*Server, error) {
 			p, _ := PrincipalFrom(r.Context())
 			return p.Actor()
 		}},
+	}
+	if opts.Refused != nil {
+		s.out.Refused = func(code string) { opts.Refused(SocketManagement, code) }
 	}
 	s.routes = append(s.builtinRoutes(), opts.Routes...)
 	seen := map[string]bool{}
@@ -236,6 +259,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.out.Error(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no route for this path; paths are not cleaned or redirected"))
 		return
 	}
+	if escaped == MetricsPath && s.opts.Metrics != nil {
+		s.serveMetrics(w, r, p)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		probe := &statusProbe{header: http.Header{}}
@@ -249,6 +276,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// serveMetrics answers GET /metrics: the role first, as on every route,
+// then the exposition; no query and no body are read.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, p Principal) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		s.out.Error(w, r, httpapi.Errorf(httpapi.CodeMethodNotAllowed, "this path accepts only GET"))
+		return
+	}
+	if !p.Role.Allows(MetricsRole) {
+		s.out.Error(w, r, httpapi.Wrap(httpapi.CodeForbiddenRole, httpapi.ErrForbiddenRole,
+			fmt.Sprintf("GET %s needs the %s role; this credential's role is %s (ask an admin for a credential with that role)", MetricsPath, MetricsRole, p.Role)))
+		return
+	}
+	r.Body = http.NoBody
+	s.opts.Metrics.ServeHTTP(w, r)
 }
 
 // recoverPanic turns a handler's panic into a logged 500 internal, so

@@ -50,6 +50,10 @@ type Parts struct {
 	Ready func() bool
 	// Logger receives both servers' failures.
 	Logger *slog.Logger
+	// Metrics, when set, serves GET /metrics on the management socket.
+	Metrics http.Handler
+	// Refused, when set, is told every refusal either socket answers.
+	Refused func(socket, code string)
 }
 
 // Servers are the handlers built from Parts.
@@ -93,6 +97,8 @@ func NewServers(p Parts) (*Servers, error) {
 		Cursors:         p.Cursors,
 		Version:         p.Version,
 		Logger:          p.Logger,
+		Metrics:         p.Metrics,
+		Refused:         p.Refused,
 		Routes:          append(resources.Routes(), actions.Routes()...),
 		Authenticated: func(ctx context.Context, pr Principal) context.Context {
 			return kernel.WithActor(ctx, pr.Actor())

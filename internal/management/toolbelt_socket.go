@@ -16,7 +16,11 @@ import (
 // refused there with wrong_credential_class, and failures are logged to
 // the server's logger.
 func (s *Server) ExecutionHandler(tb extension.Toolbelt) http.Handler {
-	return toolbeltapi.New(toolbeltapi.Options{Toolbelt: tb, Operators: operatorCheck{s.opts.Credentials}, Logger: s.log})
+	opts := toolbeltapi.Options{Toolbelt: tb, Operators: operatorCheck{s.opts.Credentials}, Logger: s.log}
+	if s.opts.Refused != nil {
+		opts.Refused = func(code string) { s.opts.Refused(SocketToolbelt, code) }
+	}
+	return toolbeltapi.New(opts)
 }
 
 // operatorCheck is the toolbelt socket's port onto the operator

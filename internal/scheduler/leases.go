@@ -79,8 +79,25 @@ func (s *Scheduler) renew(ctx context.Context, exe storage.Execution, now time.T
 		})
 		return err
 	})
+	if s.o.OnRenewal != nil {
+		switch {
+		case err == nil:
+			s.o.OnRenewal(RenewalRenewed)
+		case errors.Is(err, storage.ErrFenced), errors.Is(err, storage.ErrNotFound):
+			s.o.OnRenewal(RenewalLost)
+		default:
+			s.o.OnRenewal(RenewalError)
+		}
+	}
 	return cur, err
 }
+
+// The outcomes Options.OnRenewal is told.
+const (
+	RenewalRenewed = "renewed"
+	RenewalLost    = "lost"
+	RenewalError   = "error"
+)
 
 // detach stops observing a segment without stopping its process.
 func (s *Scheduler) detach(seg *segment) {

@@ -160,6 +160,9 @@ type Options struct {
 	// StopGrace is the grace between the polite and the forced stop of a
 	// cancelled attempt (default 10s).
 	StopGrace time.Duration
+	// OnRenewal, when set, is told the outcome of every lease renewal
+	// (RenewalRenewed, RenewalLost, RenewalError): the daemon's metrics.
+	OnRenewal func(outcome string)
 	// Logger is required.
 	Logger *slog.Logger
 }

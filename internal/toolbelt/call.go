@@ -150,6 +150,7 @@ func refusalSource(c *callLog) string {
 // (a refusal, a replay, a read) and logs a refusal's precise reason. A
 // refusal is rate-limited per source (RefusalBurst).
 func (tb *Toolbelt) finish(ctx context.Context, c *callLog, err error) {
+	tb.observe(c, err)
 	if err != nil && !c.done {
 		record, marker := tb.admitRefusal(refusalSource(c))
 		if !record {
@@ -184,6 +185,28 @@ func (tb *Toolbelt) finish(ctx context.Context, c *callLog, err error) {
 	}); werr != nil {
 		tb.log.Error("toolbelt call record not written", "operation", c.rec.Operation, "execution", c.rec.Execution, "error", werr.Error())
 	}
+}
+
+// OtherOperation is the operation Options.OnCall is told for a name this
+// toolbelt does not serve.
+const OtherOperation = "other"
+
+// observe tells Options.OnCall the request's operation and result.
+func (tb *Toolbelt) observe(c *callLog, err error) {
+	if tb.opts.OnCall == nil {
+		return
+	}
+	op := c.rec.Operation
+	if _, builtin := builtins[op]; !builtin && op != RecordGuidance && op != RecordServing {
+		if _, ok := tb.operation(op); !ok {
+			op = OtherOperation
+		}
+	}
+	result := c.rec.Result
+	if result == "" {
+		result = resultOf(err)
+	}
+	tb.opts.OnCall(op, result)
 }
 
 // checkRequestID: 1 to MaxRequestID printable ASCII characters.

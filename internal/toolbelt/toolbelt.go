@@ -123,6 +123,11 @@ type Options struct {
 	// zero): a gate that has not answered by then refuses the call with
 	// gate_failed. The gate's context carries the deadline.
 	GateTimeout time.Duration
+	// OnCall, when set, is told every request's operation (OtherOperation
+	// for a name this toolbelt does not serve, so a caller cannot grow the
+	// set) and result (ResultOK or the refusal's result): the daemon's
+	// metrics.
+	OnCall func(operation, result string)
 	// Logger receives the precise reason of every refusal (never a token,
 	// an input value, or the text of an extension's error that is not an
 	// *extension.OperationError: only its Go type). Required.

@@ -39,6 +39,8 @@ type Options struct {
 	// Logger receives the failures that map to no code; never a token or
 	// a body. Nil discards.
 	Logger *slog.Logger
+	// Refused, when set, is told the code of every refusal answered.
+	Refused func(code string)
 }
 
 // handler serves one daemon's toolbelt sockets.
@@ -66,7 +68,7 @@ func New(opts Options) http.Handler {
 		panic("toolbeltapi: Options need a Toolbelt and Operators")
 	}
 	return &handler{tb: opts.Toolbelt, ops: opts.Operators, out: httpapi.Writer{
-		Log: opts.Logger, Failed: "toolbelt request failed", Bare: true,
+		Log: opts.Logger, Failed: "toolbelt request failed", Bare: true, Refused: opts.Refused,
 		Caller: func(r *http.Request) string {
 			exe, _ := runs.ExecutionFromContext(r.Context())
 			return "execution:" + exe

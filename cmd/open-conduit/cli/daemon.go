@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/internal/daemon"
 )
+
+// EnvNotifySocket is the service manager's readiness socket (sd_notify).
+const EnvNotifySocket = "NOTIFY_SOCKET"
 
 func init() {
 	commands = append(commands, newDaemonCmd)
@@ -19,9 +24,10 @@ var runDaemon = daemon.Run
 // newDaemonCmd is `open-conduit daemon`: the daemon itself, in the
 // foreground, until SIGINT or SIGTERM.
 func newDaemonCmd(s Streams) *cobra.Command {
-	var state, logFormat string
+	var state, logFormat, logLevel, metricsAddr string
+	var metricsRemote bool
 	cmd := &cobra.Command{
-		Use:   "daemon [--state DIR] [--log-format text|json]",
+		Use:   "daemon [--state DIR] [--log-level LEVEL] [--log-format text|json] [--metrics-address HOST:PORT]",
 		Short: "Run the Open Conduit daemon in the foreground",
 		Long: `Run the daemon on a state directory: --state DIR, else $OPEN_CONDUIT_STATE,
 else $XDG_STATE_HOME/open-conduit, else ~/.local/state/open-conduit. It
@@ -34,11 +40,29 @@ is in <state>/private/operator.token.
 
 SIGINT or SIGTERM stops it gracefully: running processes keep running and
 the next daemon adopts them. Logs go to standard error, as text or, with
---log-format json, one JSON object per line.`,
+--log-format json, one JSON object per line; --log-level (debug, info, warn,
+error; default info) sets the least level logged.
+
+Under a service manager that sets NOTIFY_SOCKET (systemd's Type=notify) it
+sends READY=1 once it has adopted the attempts of an earlier daemon, run its
+first round and sweep and serves its sockets, and STOPPING=1 when it stops.
+
+Prometheus metrics are served at GET /metrics on the management socket (any
+operator credential), and also, without authentication, on
+--metrics-address HOST:PORT when given: a loopback address only, unless
+--metrics-allow-remote.
+
+Examples:
+  open-conduit daemon
+  open-conduit daemon --state /srv/oc --log-format json --log-level debug
+  open-conduit daemon --metrics-address 127.0.0.1:9464`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if logFormat != daemon.LogText && logFormat != daemon.LogJSON {
 				return usagef("--log-format must be text or json, not %q", logFormat)
+			}
+			if _, err := daemon.ParseLogLevel(logLevel); err != nil || logLevel == "" {
+				return usagef("--log-level must be debug, info, warn or error, not %q", logLevel)
 			}
 			if state == "" {
 				var err error
@@ -46,7 +70,14 @@ the next daemon adopts them. Logs go to standard error, as text or, with
 					return failf("%v", err)
 				}
 			}
-			err := runDaemon(cmd.Context(), daemon.Options{StateDir: state, LogFormat: logFormat, Stderr: s.Err})
+			// The notification socket is the daemon's alone: executions and
+			// their children must not inherit it.
+			notify := os.Getenv(EnvNotifySocket)
+			os.Unsetenv(EnvNotifySocket)
+			err := runDaemon(cmd.Context(), daemon.Options{
+				StateDir: state, LogFormat: logFormat, LogLevel: logLevel, Stderr: s.Err, NotifySocket: notify,
+				MetricsAddress: metricsAddr, MetricsAllowRemote: metricsRemote,
+			})
 			if err != nil {
 				return failf("%v", err)
 			}
@@ -56,5 +87,8 @@ the next daemon adopts them. Logs go to standard error, as text or, with
 	f := cmd.Flags()
 	f.StringVar(&state, "state", "", "the state directory (default: $"+EnvState+", else the XDG state directory)")
 	f.StringVar(&logFormat, "log-format", daemon.LogText, "text or json")
+	f.StringVar(&logLevel, "log-level", daemon.LogInfo, "the least level logged: debug, info, warn or error")
+	f.StringVar(&metricsAddr, "metrics-address", "", "also serve GET /metrics, without authentication, on this loopback HOST:PORT (default: off)")
+	f.BoolVar(&metricsRemote, "metrics-allow-remote", false, "allow a --metrics-address that is not a loopback address")
 	return cmd
 }

@@ -89,3 +89,25 @@ func TestDaemonRefusesAnUnsafeStateDirectory(t *testing.T) {
 		t.Fatalf("exit %d, %q; want 1 naming the path and the fix", code, stderr)
 	}
 }
+
+func TestDaemonLogLevelAndMetricsFlags(t *testing.T) {
+	got := fakeDaemon(t, nil)
+	t.Setenv(EnvNotifySocket, "/run/user/1/notify")
+	code, _, stderr := run(t, "daemon", "--state", "/s")
+	if code != ExitOK || got.LogLevel != daemon.LogInfo || got.MetricsAddress != "" || got.MetricsAllowRemote {
+		t.Fatalf("exit %d (%s), options %+v; want info and no metrics listener by default", code, stderr, got)
+	}
+	// The socket goes to the daemon, and not to what it starts.
+	if got.NotifySocket != "/run/user/1/notify" || os.Getenv(EnvNotifySocket) != "" {
+		t.Fatalf("notify socket %q, environment %q; want it handed over and unset", got.NotifySocket, os.Getenv(EnvNotifySocket))
+	}
+	code, _, stderr = run(t, "daemon", "--state", "/s", "--log-level", "debug", "--metrics-address", "127.0.0.1:9464", "--metrics-allow-remote")
+	if code != ExitOK || got.LogLevel != daemon.LogDebug || got.MetricsAddress != "127.0.0.1:9464" || !got.MetricsAllowRemote {
+		t.Fatalf("exit %d (%s), options %+v", code, stderr, got)
+	}
+	for _, bad := range []string{"verbose", ""} {
+		if code, _, stderr := run(t, "daemon", "--state", "/s", "--log-level", bad); code != ExitUsage || !strings.Contains(stderr, "debug, info, warn or error") {
+			t.Fatalf("--log-level %q: exit %d, %q; want a usage error", bad, code, stderr)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -50,6 +51,9 @@ type Options struct {
 	// Limits bound the socket's connections and body read time (zero
 	// fields take the management socket's).
 	Limits unixsock.Limits
+	// Metrics and Refused are passed on (see management.Options).
+	Metrics http.Handler
+	Refused func(socket, code string)
 }
 
 // Harness is a running test server.
@@ -128,6 +132,8 @@ func Start(t testing.TB, opts Options) *Harness {
 		Routes:          opts.Routes,
 		Authenticated:   opts.Authenticated,
 		Limits:          opts.Limits,
+		Metrics:         opts.Metrics,
+		Refused:         opts.Refused,
 	})
 	if err != nil {
 		t.Fatal(err)

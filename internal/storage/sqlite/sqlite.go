@@ -51,8 +51,11 @@ type Options struct {
 	// Driver is the database/sql driver name (default "sqlite", the pure Go
 	// modernc.org/sqlite). The driver comparison benchmark sets another.
 	Driver string
-	// Clock stamps applied migrations (required).
+	// Clock stamps applied migrations (required) and times commits.
 	Clock clock.Clock
+	// OnCommit, when set, is told how long each successful commit of a
+	// write transaction took (the daemon's commit latency histogram).
+	OnCommit func(time.Duration)
 }
 
 // Store is storage.Store on SQLite.
@@ -64,6 +67,8 @@ type Store struct {
 	rstmts  *stmtCache
 	mu      sync.Mutex
 	closed  bool
+	clock   clock.Clock
+	commit  func(time.Duration)
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -131,7 +136,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(opts.Readers)
 	readers.SetMaxIdleConns(opts.Readers)
-	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers)}
+	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit}
 	s.queries = queries{q: poolQuerier{c: s.rstmts}}
 	return s, nil
 }
@@ -166,8 +171,12 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err e
 		return err
 	}
 	done = true
+	began := s.clock.Now()
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	if s.commit != nil {
+		s.commit(s.clock.Now().Sub(began))
 	}
 	return nil
 }
