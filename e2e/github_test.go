@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,4 +258,82 @@ func bodyOf(resp *client.Response) string {
 		return ""
 	}
 	return string(resp.Body)
+}
+
+// The offline config check knows the GitHub extension: a listener beyond
+// loopback is refused unless allowed, and then warned about; a webhook
+// secret no secret names and a scope no scope has are unknown references.
+func TestGitHubIngressConfigThroughTheCLI(t *testing.T) {
+	e := newEnv(t)
+	edit := func(name string, f func(gh map[string]any, doc map[string]any)) string {
+		var doc map[string]any
+		if err := json.Unmarshal(e.githubConfig(8787, filepath.Join(e.root, "mark")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		f(doc["extensions"].(map[string]any)["github"].(map[string]any)["config"].(map[string]any), doc)
+		b, _ := json.Marshal(doc)
+		return writeFile(t, filepath.Join(e.root, name), b)
+	}
+	var checked struct {
+		Valid       bool `json:"valid"`
+		Diagnostics []struct {
+			Pointer string `json:"pointer"`
+			Code    string `json:"code"`
+		} `json:"diagnostics"`
+		Warnings []struct {
+			Pointer string `json:"pointer"`
+			Code    string `json:"code"`
+		} `json:"warnings"`
+	}
+	wide := edit("wide.json", func(gh, _ map[string]any) {
+		gh["ingress"].(map[string]any)["listen"] = "0.0.0.0:8787"
+		gh["ingress"].(map[string]any)["allow_non_loopback"] = true
+	})
+	e.cliJSON(&checked, "config", "check", wide)
+	if !checked.Valid || !slices.ContainsFunc(checked.Warnings, func(w struct {
+		Pointer string `json:"pointer"`
+		Code    string `json:"code"`
+	}) bool {
+		return w.Pointer == "/extensions/github/config/ingress/listen" && w.Code == "github_ingress_not_loopback"
+	}) {
+		t.Fatalf("a listener beyond loopback: %+v", checked)
+	}
+	diagnostics := func(file string) []string {
+		t.Helper()
+		code, stdout, _ := e.cli("config", "check", file, "--json")
+		if code == 0 {
+			t.Fatalf("config check accepted %s", stdout)
+		}
+		if strings.Contains(stdout, "0.0.0.0") || strings.Contains(stdout, "nowhere") || strings.Contains(stdout, "nope") {
+			t.Fatalf("config check quotes a configured value: %s", stdout)
+		}
+		checked.Diagnostics = nil
+		if err := json.Unmarshal([]byte(stdout), &checked); err != nil {
+			t.Fatalf("config check printed %q: %v", stdout, err)
+		}
+		var got []string
+		for _, d := range checked.Diagnostics {
+			got = append(got, d.Pointer+" "+d.Code)
+		}
+		return got
+	}
+	refused := edit("refused.json", func(gh, _ map[string]any) {
+		gh["ingress"].(map[string]any)["listen"] = "0.0.0.0:8787"
+	})
+	if got, want := diagnostics(refused), []string{"/extensions/github/config/ingress/listen invalid_value"}; !slices.Equal(got, want) {
+		t.Fatalf("diagnostics %q, want %q", got, want)
+	}
+	dangling := edit("dangling.json", func(gh, _ map[string]any) {
+		gh["ingress"].(map[string]any)["secret"] = "nope"
+		gh["repositories"].(map[string]any)["octo-org/hello-world"] = map[string]any{"scope": "nowhere"}
+	})
+	want := []string{
+		"/extensions/github/config/ingress/secret unknown_reference",
+		// The repository's name is a configured value: the pointer stops
+		// before it.
+		"/extensions/github/config/repositories unknown_reference",
+	}
+	if got := diagnostics(dangling); !slices.Equal(got, want) {
+		t.Fatalf("diagnostics %q, want %q", got, want)
+	}
 }

@@ -305,6 +305,8 @@ func serve(ctx context.Context, c Config, host extension.IngressHost, o Options)
 	s := newServer(c, host, o)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
+		// A listen error names the address and the system's reason only.
+		s.log.Error("github ingress cannot listen; it runs again after an apply that changes its config", "address", addr, "error", err.Error())
 		return err
 	}
 	s.log.Info("github ingress listening", "address", ln.Addr().String(), "path", WebhookPath)
