@@ -39,6 +39,14 @@ type Registration struct {
 	// config; any other error is one problem at the config itself, its
 	// text never shown. Without it, an entry with a config is refused.
 	CheckConfig func(config json.RawMessage) error
+	// InspectConfig, when set, reports what a config CheckConfig
+	// accepted refers to outside itself (secret names, scope ids), which
+	// validation checks against the whole configuration, and its
+	// warnings. It must change nothing.
+	InspectConfig func(config json.RawMessage) ConfigReport
+	// Ingress, when set, is the registration's source of Events from
+	// outside (see Ingress); its Events carry its Source.
+	Ingress Ingress
 	// StartGate, when set, is asked by the scheduler before a Work's
 	// first attempt starts (see StartGate).
 	StartGate StartGate

@@ -1,11 +1,11 @@
 // Package inproc is the SDK a first-party extension is written on: an
 // extension that runs inside the daemon's own process. An extension is a
 // value with a registration name (Extension) that implements whichever of
-// Operator, Toolsetter, Actioner, Gater, StartGater, Playbooker, OptIn and
-// Configurable it needs; Registration turns it into the one
-// extension.Registration the host registers (operations, toolsets,
-// actions, gate, start gate, playbooks and the check of its own
-// configuration at once). DecodeConfig decodes an extension's
+// Operator, Toolsetter, Actioner, Gater, StartGater, Playbooker, OptIn,
+// Configurable, ConfigInspector and Ingresser it needs; Registration turns
+// it into the one extension.Registration the host registers (operations,
+// toolsets, actions, gate, start gate, playbooks, ingress and the check of
+// its own configuration at once). DecodeConfig decodes an extension's
 // configuration (extensions.<name>.config) strictly, with each problem at
 // its place inside it.
 //

@@ -78,9 +78,25 @@ type Configurable interface {
 	CheckConfig(config json.RawMessage) error
 }
 
+// ConfigInspector is a Configurable extension whose accepted config refers
+// to things outside itself (secret names, scope ids) or deserves warnings;
+// validation checks the references against the whole configuration and
+// shows the warnings (see extension.ConfigReport).
+type ConfigInspector interface {
+	InspectConfig(config json.RawMessage) extension.ConfigReport
+}
+
+// Ingresser is an extension with an ingress: a source of Events from
+// outside the daemon, which the daemon runs while the active configuration
+// enables the extension (see extension.Ingress).
+type Ingresser interface {
+	Ingress() extension.Ingress
+}
+
 // Registration turns an extension into the registration the host
 // registers: its name and whatever it implements of Operator, Toolsetter,
-// Actioner, Gater, StartGater, Playbooker, OptIn and Configurable. The host
+// Actioner, Gater, StartGater, Playbooker, OptIn, Configurable,
+// ConfigInspector and Ingresser. The host
 // checks it (names, schemas, toolsets, playbooks) when it is registered.
 func Registration(ext Extension) extension.Registration {
 	reg := extension.Registration{Name: ext.Name()}
@@ -107,6 +123,12 @@ func Registration(ext Extension) extension.Registration {
 	}
 	if c, ok := ext.(Configurable); ok {
 		reg.CheckConfig = c.CheckConfig
+	}
+	if c, ok := ext.(ConfigInspector); ok {
+		reg.InspectConfig = c.InspectConfig
+	}
+	if i, ok := ext.(Ingresser); ok {
+		reg.Ingress = i.Ingress()
 	}
 	return reg
 }

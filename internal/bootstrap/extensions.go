@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extensions/github"
 	"github.com/open-conduit/open-conduit/extensions/human"
 	"github.com/open-conduit/open-conduit/extensions/introspection"
 )
@@ -27,5 +28,5 @@ type Ports struct {
 // and a test holds every bundled toolset to the members it had
 // (testdata/toolsets.json).
 func Extensions(ports Ports) []extension.Registration {
-	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human)}
+	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human), github.Registration(nil)}
 }

@@ -108,3 +108,57 @@ func TestSnapshotExtensionHoldsItsConfig(t *testing.T) {
 		t.Fatalf("a check for an unregistered extension: %v", err)
 	}
 }
+
+// What an accepted extension config refers to is checked against the
+// configuration: a secret name no secret has and a scope id no live scope
+// has are unknown_reference at their place; its warnings are the result's.
+func TestExtensionConfigReferencesAndWarnings(t *testing.T) {
+	reg := extRegistry(t)
+	must(t, reg.SetExtensionInspect("human", func(raw json.RawMessage) extension.ConfigReport {
+		var c struct {
+			Approve []string `json:"approve"`
+		}
+		_ = json.Unmarshal(raw, &c)
+		rep := extension.ConfigReport{}
+		for i, name := range c.Approve {
+			ptr := fmt.Sprintf("/approve/%d", i)
+			switch {
+			case strings.HasPrefix(name, "secret:"):
+				rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: ptr, Name: strings.TrimPrefix(name, "secret:")})
+			case strings.HasPrefix(name, "scope:"):
+				rep.Scopes = append(rep.Scopes, extension.ConfigReference{Pointer: ptr, Name: strings.TrimPrefix(name, "scope:")})
+			default:
+				rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: ptr, Code: "odd_entry", Remedy: "this entry is odd"})
+			}
+		}
+		return rep
+	}))
+	doc := `{"version": 1, "secrets": {"hook": "env:HOOK"}, "extensions": {"human": {"config": {"approve": %s}}},
+		"scopes": {"a": {}, "gone": {"removed": true}}}`
+	snap, res := Validate([]byte(fmt.Sprintf(doc, `["secret:hook", "scope:a", "plain"]`)), reg)
+	if snap == nil {
+		t.Fatalf("refused: %v", res.Diagnostics)
+	}
+	i := slices.IndexFunc(res.Warnings, func(w Warning) bool { return w.Code == "odd_entry" })
+	if i < 0 || res.Warnings[i].Pointer != "/extensions/human/config/approve/2" || res.Warnings[i].Message != "this entry is odd" {
+		t.Fatalf("warnings %v", res.Warnings)
+	}
+	_, res = Validate([]byte(fmt.Sprintf(doc, `["secret:nope", "scope:b", "scope:gone"]`)), reg)
+	var got []string
+	for _, d := range res.Diagnostics {
+		got = append(got, d.Pointer+" "+string(d.Code))
+	}
+	want := []string{
+		"/extensions/human/config/approve/0 unknown_reference",
+		"/extensions/human/config/approve/1 unknown_reference",
+		"/extensions/human/config/approve/2 unknown_reference",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("diagnostics %q, want %q", got, want)
+	}
+	for _, d := range res.Diagnostics {
+		if strings.Contains(d.Remedy, "nope") || strings.Contains(d.Remedy, "gone") {
+			t.Fatalf("%v quotes the config", d)
+		}
+	}
+}

@@ -48,6 +48,9 @@ type Registry struct {
 	playbooks  map[string]registeredPlaybook // the release's and its extensions'
 	// extConfig checks an extension's own config (extensions.<name>.config).
 	extConfig map[string]ConfigCheck
+	// extInspect reports what an accepted extension config refers to and
+	// its warnings.
+	extInspect map[string]func(json.RawMessage) extension.ConfigReport
 	// optIn holds the extensions enabled only where an entry enables them.
 	optIn map[string]bool
 
@@ -76,6 +79,7 @@ func NewRegistry() *Registry {
 		extensions: map[string]bool{},
 		playbooks:  map[string]registeredPlaybook{},
 		extConfig:  map[string]ConfigCheck{},
+		extInspect: map[string]func(json.RawMessage) extension.ConfigReport{},
 		optIn:      map[string]bool{},
 		operator:   map[string]registeredPlaybook{},
 	}
@@ -176,6 +180,21 @@ func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMes
 		return fmt.Errorf("%w: extension %s: the config check is nil", extension.ErrInvalid, name)
 	}
 	r.extConfig[name] = check
+	return nil
+}
+
+// SetExtensionInspect gives a registered extension the report of what its
+// accepted config refers to outside itself (secret names, scope ids) and
+// its warnings: validation reports a name the configuration lacks as
+// unknown_reference at its place, and adds the warnings to its result.
+func (r *Registry) SetExtensionInspect(name string, inspect func(config json.RawMessage) extension.ConfigReport) error {
+	if !r.extensions[name] {
+		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
+	}
+	if inspect == nil {
+		return fmt.Errorf("%w: extension %s: the config inspection is nil", extension.ErrInvalid, name)
+	}
+	r.extInspect[name] = inspect
 	return nil
 }
 

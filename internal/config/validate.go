@@ -48,7 +48,8 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		is.add(nil, CodeInvalidJSON, "the configuration could not be encoded again: report this as a bug")
 		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
 	}
-	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: append(GrantWarnings(snap, reg), RouteWarnings(snap)...)}
+	warnings := append(GrantWarnings(snap, reg), RouteWarnings(snap)...)
+	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: append(warnings, v.extWarnings...)}
 }
 
 // ancestry is how a live scope's chain of parents ends.
@@ -75,6 +76,8 @@ type validator struct {
 	bindings   map[[2]string]*EffectiveBinding
 	// playbooks are the registry's playbooks as validation began.
 	playbooks map[string][]string
+	// extWarnings are the warnings of the extensions' own configs.
+	extWarnings []Warning
 }
 
 // emitCeiling is a scope's emit rule: the event families its executions
@@ -156,6 +159,7 @@ func (v *validator) checkExtensionConfig(name string, e *docExtension, base []st
 	}
 	err := check(raw)
 	if err == nil {
+		v.inspectExtensionConfig(name, e, raw, configPath)
 		return
 	}
 	var ce *extension.ConfigError
@@ -172,6 +176,34 @@ func (v *validator) checkExtensionConfig(name string, e *docExtension, base []st
 			remedy = "the extension refused this member: check it against the extension's documented fields"
 		}
 		v.add(append(slices.Clone(configPath), pointerSteps(p.Pointer, e.config)...), code, remedy)
+	}
+}
+
+// inspectExtensionConfig checks what an accepted extension config refers
+// to against the configuration (its secrets, its scopes) and keeps its
+// warnings. No message quotes a configured value: the pointer says which.
+func (v *validator) inspectExtensionConfig(name string, e *docExtension, raw json.RawMessage, configPath []step) {
+	inspect := v.reg.extInspect[name]
+	if inspect == nil {
+		return
+	}
+	rep := inspect(raw)
+	at := func(ptr string) []step {
+		return append(slices.Clone(configPath), pointerSteps(ptr, e.config)...)
+	}
+	for _, ref := range rep.Secrets {
+		if _, ok := v.d.secrets[ref.Name]; !ok && v.d.secretsOK {
+			v.add(at(ref.Pointer), CodeUnknownReference, "no secret has this name: name a key of the top-level secrets, or add it there")
+		}
+	}
+	for _, ref := range rep.Scopes {
+		sc, ok := v.d.scopes[ref.Name]
+		if v.d.scopesOK && (!ok || sc.removed) {
+			v.add(at(ref.Pointer), CodeUnknownReference, "no scope has this id: name a live scope of this configuration")
+		}
+	}
+	for _, w := range rep.Warnings {
+		v.extWarnings = append(v.extWarnings, Warning{Pointer: pointer(at(w.Pointer)), Code: w.Code, Message: w.Remedy})
 	}
 }
 

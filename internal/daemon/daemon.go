@@ -174,6 +174,9 @@ type Daemon struct {
 	srv   *management.Server
 	arts  *storage.Artifacts
 
+	// ingress runs the registrations' ingresses.
+	ingress *ingresses
+
 	execHandler http.Handler
 	http        *http.Server
 	ln          net.Listener
@@ -398,7 +401,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	servers, err := management.NewServers(management.Parts{
-		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
+		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
@@ -453,6 +456,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
+	d.ingress = &ingresses{host: d.host, ctl: d.ctl, cfg: d.cfg, resolver: secrets.resolver, log: d.log.With("component", "ingress"), accepted: d.Wake}
 	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
@@ -472,8 +476,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Detach from every segment before the sockets close and storage goes.
-	d.closers = append([]func() error{d.sched.Close}, d.closers...)
+	// Detach from every segment before the sockets close and storage goes;
+	// the ingresses stop accepting first.
+	d.closers = append([]func() error{d.ingress.stop, d.sched.Close}, d.closers...)
 
 	// Registered once every part exists; no apply can come before the
 	// management socket serves.
@@ -487,6 +492,7 @@ func (d *Daemon) build(ctx context.Context) error {
 			d.log.Error("cannot write the playbooks after an apply", "error", err.Error())
 		}
 		d.log.Info("configuration applied", "generation", snap.Generation, "hash", snap.Hash)
+		d.ingress.sync()
 		d.Wake()
 	})
 	return nil

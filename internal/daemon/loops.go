@@ -41,6 +41,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	d.tick(ctx)
 	d.sweep(ctx)
+	d.ingress.start(ctx)
 	d.ready.Store(true)
 	info := d.Info()
 	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "generation", info.Generation, "version", d.opts.Version)

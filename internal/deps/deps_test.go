@@ -87,7 +87,7 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
+	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"internal/buildinfo", "extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell", "internal/ids", "internal/kernel",
@@ -104,6 +104,7 @@ var rules = map[string][]string{
 	// reading through a port of their own that the daemon adapts.
 	"extensions/introspection": {"api", "extension", "extension/inproc"},
 	"extensions/human":         {"extension", "extension/inproc"},
+	"extensions/github":        {"extension", "extension/inproc"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},

@@ -63,7 +63,14 @@ type ResourcesOptions struct {
 	Cursors *Cursors
 	// Clock defaults to the system's.
 	Clock clock.Clock
+	// Sources answers route traces naming a registered ingress's source
+	// (nil: no ingress is registered).
+	Sources TraceSources
 }
+
+// TraceSources says whether source is a registered ingress's source and,
+// if so, whether a route trace in scope may name it (Ingress.AdmitsTrace).
+type TraceSources func(source, scope string) (registered, admits bool)
 
 // Resources serves the management API's resources: scopes, Work, Events,
 // executions, waits, artifacts, the configuration and the toolbelt's call
@@ -76,6 +83,7 @@ type Resources struct {
 	config    *configsvc.Service
 	cursors   *Cursors
 	clock     clock.Clock
+	sources   TraceSources
 }
 
 // NewResources checks the options and returns the resources.
@@ -87,7 +95,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
-		cursors: opts.Cursors, clock: opts.Clock}, nil
+		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources}, nil
 }
 
 // Routes is the resources' part of the route table, for Options.Routes.

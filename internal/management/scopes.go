@@ -142,8 +142,18 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if !knownTraceSource(ev.Source) {
-		return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
-			httpapi.Clip(ev.Source), httpapi.Clip(ev.Type), kernel.SourceManual, kernel.SourceAction)
+		registered, admits := false, false
+		if rs.sources != nil {
+			registered, admits = rs.sources(ev.Source, sc.ID)
+		}
+		if registered && !admits {
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "source %s is an ingress that sends no event to scope %s: trace it in a scope its configuration routes to, or trace an operator's event (leave source out)",
+				httpapi.Clip(ev.Source), httpapi.Clip(sc.ID))
+		}
+		if !registered {
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "source %s is unknown: no ingress of this daemon registers it and no package owns type %s; trace an operator's event (leave source out, or %s) or an action's (%s)",
+				httpapi.Clip(ev.Source), httpapi.Clip(ev.Type), kernel.SourceManual, kernel.SourceAction)
+		}
 	}
 	d, err := rs.control.Trace(r.Context(), ev)
 	if err != nil {
@@ -152,11 +162,12 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	return traceOut(sc.ID, snap.Generation, d), nil
 }
 
-// knownTraceSource reports whether a trace may name source: the
-// operator's (core.manual) and an action's (core.action). The spec also
-// admits sources an ingress registers and sources of types a package
-// owns; this release has neither, so every other source is unknown and
-// refused rather than explained.
+// knownTraceSource reports whether a trace may name source in every
+// scope: the operator's (core.manual) and an action's (core.action). A
+// registered ingress's source is admitted only in the scopes its ingress
+// admits (TraceSources); the spec also admits sources of types a package
+// owns, and this release has no package, so every other source is
+// unknown and refused rather than explained.
 func knownTraceSource(source string) bool {
 	return source == kernel.SourceManual || source == kernel.SourceAction
 }

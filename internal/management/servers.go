@@ -39,6 +39,10 @@ type Parts struct {
 	// ExecutionTokens, when set, lets the management socket recognise an
 	// execution token (to refuse it by name) and revoke one.
 	ExecutionTokens ExecutionTokens
+	// Sources, when set, says whether a route trace may name a
+	// registered ingress's source in a scope (see TraceSources); nil
+	// registers none.
+	Sources TraceSources
 	// Clock, Entropy and Logger are the daemon's injected services
 	// (required: the servers refuse to start without them).
 	Clock   clock.Clock
@@ -78,6 +82,7 @@ func NewServers(p Parts) (*Servers, error) {
 	}
 	resources, err := NewResources(ResourcesOptions{
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
+		Sources: p.Sources,
 	})
 	if err != nil {
 		return nil, err

@@ -34,6 +34,12 @@ type Catalog interface {
 	AddPlaybooks(playbooks []extension.Playbook) error
 }
 
+// inspectCatalog is a Catalog that also checks what an extension's
+// accepted config refers to (*config.Registry is one).
+type inspectCatalog interface {
+	SetExtensionInspect(name string, inspect func(config json.RawMessage) extension.ConfigReport) error
+}
+
 // Enablement is what a configuration generation says of one registration:
 // whether it is enabled, in which scopes (nil: every scope), and its own
 // configuration (nil: {}).
@@ -197,6 +203,12 @@ func (h *Host) Register(reg extension.Registration) error {
 				return fmt.Errorf("registration %s: %w", reg.Name, err)
 			}
 		}
+		if ins, ok := h.catalog.(inspectCatalog); ok && reg.InspectConfig != nil {
+			// Cannot fail: the extension was just added.
+			if err := ins.SetExtensionInspect(reg.Name, reg.InspectConfig); err != nil {
+				return fmt.Errorf("registration %s: %w", reg.Name, err)
+			}
+		}
 		if reg.OptIn {
 			// Cannot fail either: the extension was just added.
 			if err := h.catalog.SetExtensionOptIn(reg.Name); err != nil {
@@ -257,6 +269,11 @@ func checkRegistration(reg extension.Registration) error {
 		}
 		playbooks[pb.Name] = true
 	}
+	if reg.Ingress != nil {
+		if src := reg.Ingress.Source(); !extension.OwnsOperation(reg.Name, src) || extension.OperationName(src) != nil {
+			return fmt.Errorf("%w: registration %s: its ingress's source %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, src, reg.Name, reg.Name)
+		}
+	}
 	for _, act := range reg.Actions {
 		if !extension.OwnsOperation(reg.Name, act.Name) {
 			return fmt.Errorf("%w: registration %s: action %q is outside its namespace %s.*; name it %s.<suffix>", extension.ErrInvalid, reg.Name, act.Name, reg.Name, reg.Name)
@@ -281,6 +298,44 @@ func checkAction(act extension.Action) error {
 	}
 	return checkInputSchema(act.InputSchema)
 }
+
+// Ingresses are the registrations with an ingress, in name order.
+func (h *Host) Ingresses() []extension.Registration {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []extension.Registration
+	for _, r := range h.regs {
+		if r.Ingress != nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// IngressConfig is what the active generation says of an ingress's
+// registration: whether it is enabled (in some scope) and its config ({}
+// when it has none).
+func (h *Host) IngressConfig(reg string) (enabled bool, config json.RawMessage) {
+	e := h.enablement(0, reg)
+	return e.Enabled && (e.Scopes == nil || len(e.Scopes) > 0), h.configOf(reg)
+}
+
+// AdmitsTrace reports whether source is a registered ingress's source and,
+// if so, whether a route trace in scope may name it: the active generation
+// enables the registration for scope and its ingress admits it there.
+func (h *Host) AdmitsTrace(source, scope string) (registered, admits bool) {
+	for _, r := range h.Ingresses() {
+		if r.Ingress.Source() == source {
+			return true, h.enablement(0, r.Name).In(scope) && r.Ingress.AdmitsTrace(h.configOf(r.Name), scope)
+		}
+	}
+	return false, false
+}
+
+// IngressEnabledIn reports whether the active generation enables the
+// registration reg for scope.
+func (h *Host) IngressEnabledIn(reg, scope string) bool { return h.enablement(0, reg).In(scope) }
 
 // declared reports whether op is a registered extension operation.
 func (h *Host) declared(op string) bool {

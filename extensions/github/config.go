@@ -1,0 +1,226 @@
+package github
+
+import (
+	"encoding/json"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extension/inproc"
+)
+
+// DefaultListen is where the ingress listens when it is on and names no
+// address: loopback, since a reverse proxy or tunnel fronts it.
+const DefaultListen = "127.0.0.1:8787"
+
+// WarnIngressNotLoopback is the configuration warning of an ingress that
+// listens beyond loopback.
+const WarnIngressNotLoopback = "github_ingress_not_loopback"
+
+// Config is the extension's configuration (extensions.github.config).
+type Config struct {
+	// Ingress is the webhook listener; absent: off.
+	Ingress *IngressConfig `json:"ingress,omitempty"`
+	// Repositories maps "owner/repo" (matched without regard to case) to
+	// the scope its deliveries go to.
+	Repositories map[string]Claim `json:"repositories,omitempty"`
+	// Installations maps a GitHub App installation id to the scope of
+	// the deliveries of its repositories that Repositories does not name.
+	Installations map[string]Claim `json:"installations,omitempty"`
+}
+
+// IngressConfig configures the webhook listener.
+type IngressConfig struct {
+	// Enabled turns the listener on (default off).
+	Enabled bool `json:"enabled,omitempty"`
+	// Listen is host:port, the host an IP address or localhost
+	// (DefaultListen when empty).
+	Listen string `json:"listen,omitempty"`
+	// AllowNonLoopback must be true for Listen to name an address other
+	// than loopback; such a configuration is warned about.
+	AllowNonLoopback bool `json:"allow_non_loopback,omitempty"`
+	// Secret names the webhook secret among the configuration's
+	// top-level secrets (required when Enabled).
+	Secret string `json:"secret,omitempty"`
+}
+
+// Claim is the scope a repository's or an installation's deliveries go to.
+type Claim struct {
+	Scope string `json:"scope"`
+}
+
+var (
+	nameRule  = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	ownerRule = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+	repoRule  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	instRule  = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
+)
+
+// escape makes a member name a JSON pointer token.
+func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// parseConfig decodes and checks a configuration strictly. Every problem
+// is reported at its place; no remedy quotes a value.
+func parseConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	if err := inproc.DecodeConfig(raw, &c); err != nil {
+		return Config{}, err
+	}
+	var ps []extension.ConfigProblem
+	add := func(ptr, code, remedy string) {
+		ps = append(ps, extension.ConfigProblem{Pointer: ptr, Code: code, Remedy: remedy})
+	}
+	if in := c.Ingress; in != nil {
+		if in.Listen != "" {
+			if _, err := listenAddr(in.Listen); err != nil {
+				add("/ingress/listen", inproc.CodeInvalidValue, "give host:port, the host an IP address or localhost and the port a number from 0 to 65535, such as "+DefaultListen)
+			} else if !loopback(in.Listen) && !in.AllowNonLoopback {
+				add("/ingress/listen", inproc.CodeInvalidValue, "this address is not loopback, so the ingress would be reachable from other machines: listen on 127.0.0.1 behind a reverse proxy or tunnel, or set allow_non_loopback to true")
+			}
+		}
+		switch {
+		case in.Secret == "" && in.Enabled:
+			add("/ingress", inproc.CodeMissingField, "an enabled ingress needs secret: the name of the webhook secret among the top-level secrets")
+		case in.Secret != "" && !nameRule.MatchString(in.Secret):
+			add("/ingress/secret", inproc.CodeInvalidValue, "a secret name is a lower-case letter followed by up to 62 lower-case letters, digits or '-'")
+		}
+	}
+	seen := map[string]bool{}
+	for _, full := range sortedKeys(c.Repositories) {
+		ptr := "/repositories/" + escape(full)
+		owner, repo, ok := strings.Cut(full, "/")
+		if !ok || !ownerRule.MatchString(owner) || !repoRule.MatchString(repo) || repo == "." || repo == ".." {
+			add(ptr, inproc.CodeInvalidValue, "a repository is named owner/repo, as GitHub shows it")
+		}
+		if seen[strings.ToLower(full)] {
+			add(ptr, inproc.CodeDuplicateKey, "GitHub's names ignore case, so this repository is named twice: keep one")
+		}
+		seen[strings.ToLower(full)] = true
+		checkClaim(c.Repositories[full], ptr, add)
+	}
+	for _, id := range sortedKeys(c.Installations) {
+		ptr := "/installations/" + escape(id)
+		if !instRule.MatchString(id) {
+			add(ptr, inproc.CodeInvalidValue, "an installation is named by its numeric id, as GitHub shows it")
+		}
+		checkClaim(c.Installations[id], ptr, add)
+	}
+	if len(ps) > 0 {
+		return Config{}, &extension.ConfigError{Problems: ps}
+	}
+	return c, nil
+}
+
+func checkClaim(cl Claim, ptr string, add func(ptr, code, remedy string)) {
+	if cl.Scope == "" {
+		add(ptr, inproc.CodeMissingField, "give scope: the id of the scope its deliveries go to")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listenAddr checks host:port and returns it.
+func listenAddr(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		return "", strconv.ErrRange
+	}
+	if host != "localhost" && host != "" && net.ParseIP(host) == nil {
+		return "", strconv.ErrSyntax
+	}
+	return s, nil
+}
+
+// loopback reports whether a valid listen address is loopback only.
+func loopback(s string) bool {
+	host, _, _ := net.SplitHostPort(s)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// inspect reports what an accepted config refers to and its warnings.
+func inspect(c Config) extension.ConfigReport {
+	var rep extension.ConfigReport
+	if in := c.Ingress; in != nil {
+		if in.Secret != "" {
+			rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: "/ingress/secret", Name: in.Secret})
+		}
+		if in.Listen != "" && !loopback(in.Listen) {
+			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
+				Remedy: "the GitHub ingress listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs the webhook signature); prefer 127.0.0.1 behind a reverse proxy or tunnel"})
+		}
+	}
+	for _, full := range sortedKeys(c.Repositories) {
+		rep.Scopes = append(rep.Scopes, extension.ConfigReference{Pointer: "/repositories/" + escape(full) + "/scope", Name: c.Repositories[full].Scope})
+	}
+	for _, id := range sortedKeys(c.Installations) {
+		rep.Scopes = append(rep.Scopes, extension.ConfigReference{Pointer: "/installations/" + escape(id) + "/scope", Name: c.Installations[id].Scope})
+	}
+	return rep
+}
+
+// claims is a parsed config's lookup of the scope of a delivery.
+type claims struct {
+	repos map[string]string // lower-case owner/repo -> scope
+	insts map[string]string
+}
+
+func claimsOf(c Config) claims {
+	cl := claims{repos: map[string]string{}, insts: map[string]string{}}
+	for k, v := range c.Repositories {
+		cl.repos[strings.ToLower(k)] = v.Scope
+	}
+	for k, v := range c.Installations {
+		cl.insts[k] = v.Scope
+	}
+	return cl
+}
+
+// scope is the scope of a delivery about repo (owner/repo, "" for none)
+// from installation (0 for none): the repository's claim first, then the
+// installation's.
+func (cl claims) scope(repo string, installation int64) (string, bool) {
+	if repo != "" {
+		if s, ok := cl.repos[strings.ToLower(repo)]; ok {
+			return s, true
+		}
+	}
+	if installation > 0 {
+		if s, ok := cl.insts[strconv.FormatInt(installation, 10)]; ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// admits reports whether some claim names scope.
+func (cl claims) admits(scope string) bool {
+	for _, s := range cl.repos {
+		if s == scope {
+			return true
+		}
+	}
+	for _, s := range cl.insts {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
