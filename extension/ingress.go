@@ -50,6 +50,11 @@ type IngressHost interface {
 	// Logger is the ingress's logger. Nothing logged through it may
 	// carry a secret.
 	Logger() *slog.Logger
+	// Count records one delivery's outcome in the daemon's metrics
+	// (open_conduit_ingress_deliveries_total by source and outcome).
+	// outcome is a short stable word the ingress documents (accepted,
+	// replayed, a refusal or drop reason), never a value from a delivery.
+	Count(outcome string)
 }
 
 // IngressEvent is an Event an ingress offers.

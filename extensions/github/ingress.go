@@ -119,7 +119,9 @@ func (s *server) count(reason string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[reason]++
-	return s.counts[reason]
+	n := s.counts[reason]
+	s.host.Count(reason)
+	return n
 }
 
 // Counts are the ingress's counts by outcome and reason since it started.

@@ -34,10 +34,11 @@ type fakeHost struct {
 	secret   string
 	logs     bytes.Buffer
 	log      *slog.Logger
+	counted  map[string]int // what reached the host's metrics
 }
 
 func newFakeHost() *fakeHost {
-	h := &fakeHost{seen: map[string]string{}, secret: canary}
+	h := &fakeHost{seen: map[string]string{}, secret: canary, counted: map[string]int{}}
 	h.log = slog.New(slog.NewTextHandler(&lockedWriter{mu: &h.mu, w: &h.logs}, nil))
 	return h
 }
@@ -54,6 +55,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func (h *fakeHost) Logger() *slog.Logger { return h.log }
+
+func (h *fakeHost) Count(outcome string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counted[outcome]++
+}
 
 func (h *fakeHost) Secret(_ context.Context, name string) (string, error) {
 	if name != "gh-hook" || h.secret == "" {
@@ -202,6 +209,11 @@ func TestASignedDeliveryIsAcceptedOnce(t *testing.T) {
 	}
 	if c := s.Counts(); c["accepted"] != 1 || c["redelivered"] != 1 {
 		t.Fatalf("counts %v", c)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.counted["accepted"] != 1 || h.counted["redelivered"] != 1 {
+		t.Fatalf("the host's metrics counted %v", h.counted)
 	}
 }
 

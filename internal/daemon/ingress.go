@@ -28,6 +28,8 @@ type ingresses struct {
 	// accepted is called after every Event an ingress got accepted (the
 	// daemon wakes its loop).
 	accepted func()
+	// delivered counts one delivery's outcome by the ingress's source.
+	delivered func(source, outcome string)
 
 	mu      sync.Mutex
 	base    context.Context
@@ -125,6 +127,13 @@ type ingressPort struct {
 }
 
 func (p *ingressPort) Logger() *slog.Logger { return p.log }
+
+// Count counts one delivery's outcome under the ingress's source.
+func (p *ingressPort) Count(outcome string) {
+	if p.g.delivered != nil {
+		p.g.delivered(p.source, outcome)
+	}
+}
 
 // Accept accepts the Event from the ingress's source, in a scope the
 // active generation enables its registration for.
