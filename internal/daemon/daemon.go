@@ -127,6 +127,11 @@ type Daemon struct {
 	clock clock.Clock
 	host  *toolbelt.Host
 
+	// live says where a running attempt writes its log (the log routes);
+	// endStreams ends the log streams still following at shutdown.
+	live       *liveLogs
+	endStreams func()
+
 	lock  *statedir.Lock
 	store storage.Store
 	cfg   configSource
@@ -359,8 +364,10 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
 		return err
 	}
+	d.live = &liveLogs{dir: filepath.Join(d.state, ExecutionsDir)}
 	servers, err := management.NewServers(management.Parts{
-		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
+		LiveLogs: d.live,
+		Store:    d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 	})
@@ -368,6 +375,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.srv = servers.Management
+	d.endStreams = servers.Resources.EndStreams
 	if was, err := statedir.RepairTokenFileMode(statedir.OwnerTokenPath(d.state)); err != nil {
 		return err
 	} else if was != 0 {
@@ -420,6 +428,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.live.executors = map[string]executor.Executor{shell.Name: sh}
 	// Detach from every segment before the sockets close and storage goes.
 	d.closers = append([]func() error{d.sched.Close}, d.closers...)
 
@@ -503,6 +512,9 @@ func (d *Daemon) listen(context.Context) error {
 }
 
 func (d *Daemon) shutdownHTTP() error {
+	if d.endStreams != nil {
+		d.endStreams()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := d.http.Shutdown(ctx); err != nil {

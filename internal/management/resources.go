@@ -63,6 +63,10 @@ type ResourcesOptions struct {
 	Cursors *Cursors
 	// Clock defaults to the system's.
 	Clock clock.Clock
+	// LiveLogs, when set, says where a running attempt writes its log, so
+	// that the log routes can follow it; without it an attempt's log is
+	// readable once it ended.
+	LiveLogs LiveLogs
 }
 
 // Resources serves the management API's resources: scopes, Work, Events,
@@ -76,6 +80,10 @@ type Resources struct {
 	config    *configsvc.Service
 	cursors   *Cursors
 	clock     clock.Clock
+	live      LiveLogs
+	streams   *streams
+	// logRecheck overrides logfollow.Recheck (tests).
+	logRecheck time.Duration
 }
 
 // NewResources checks the options and returns the resources.
@@ -87,7 +95,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
-		cursors: opts.Cursors, clock: opts.Clock}, nil
+		cursors: opts.Cursors, clock: opts.Clock, live: opts.LiveLogs, streams: newStreams()}, nil
 }
 
 // Routes is the resources' part of the route table, for Options.Routes.
@@ -104,6 +112,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/work", Role: RoleView, Handler: rs.listWork},
 		{Method: "POST", Pattern: "/v1/work", Role: RoleOperate, Idempotent: true, Handler: rs.createWork},
 		{Method: "GET", Pattern: "/v1/work/{id}", Role: RoleView, Handler: rs.getWork},
+		{Method: "GET", Pattern: "/v1/work/{id}/log", Role: RoleView, Handler: rs.workLog},
 		{Method: "POST", Pattern: "/v1/work/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/retry", Role: RoleOperate, Idempotent: true, Handler: rs.retryWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/wake", Role: RoleOperate, Idempotent: true, Handler: rs.wakeWork},
@@ -115,6 +124,7 @@ func (rs *Resources) Routes() []Route {
 
 		{Method: "GET", Pattern: "/v1/executions", Role: RoleView, Handler: rs.listExecutions},
 		{Method: "GET", Pattern: "/v1/executions/{id}", Role: RoleView, Handler: rs.getExecution},
+		{Method: "GET", Pattern: "/v1/executions/{id}/log", Role: RoleView, Handler: rs.executionLog},
 		{Method: "POST", Pattern: "/v1/executions/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelExecution},
 
 		{Method: "GET", Pattern: "/v1/waits", Role: RoleView, Handler: rs.listWaits},
@@ -130,6 +140,10 @@ func (rs *Resources) Routes() []Route {
 		{Method: "POST", Pattern: "/v1/config/set", Role: RoleAdmin, Idempotent: true, Handler: rs.setConfig},
 
 		{Method: "GET", Pattern: "/v1/toolbelt/calls", Role: RoleView, Handler: rs.listToolbeltCalls},
+
+		{Method: "GET", Pattern: "/v1/runs", Role: RoleView, Handler: rs.listRuns},
+		{Method: "GET", Pattern: "/v1/runs/{id}", Role: RoleView, Handler: rs.getRun},
+		{Method: "GET", Pattern: "/v1/runs/{id}/log", Role: RoleView, Handler: rs.executionLog},
 	}
 }
 
