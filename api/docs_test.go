@@ -45,7 +45,7 @@ func init() {
 		api.Scope{}, api.TraceRequest{}, api.Trace{},
 		api.Work{}, api.CreateWorkRequest{}, api.CreatedWork{}, api.ControlRequest{}, api.Controlled{}, api.WakeRequest{}, api.Woken{},
 		api.Event{}, api.EmitRequest{}, api.Emitted{},
-		api.Execution{}, api.Wait{}, api.Artifact{},
+		api.Execution{}, api.Run{}, api.Wait{}, api.Artifact{},
 		api.Config{}, api.ValidateRequest{}, api.Validation{}, api.ApplyRequest{}, api.SetRequest{}, api.Applied{},
 		api.ToolbeltCall{}, api.ActRequest{}, api.Acted{},
 		api.CallRequest{}, api.CallResponse{}, api.Guidance{}, api.Serving{},

@@ -151,6 +151,11 @@ type Daemon struct {
 	clock clock.Clock
 	host  *toolbelt.Host
 
+	// live says where a running attempt writes its log (the log routes);
+	// endStreams ends the log streams still following at shutdown.
+	live       *liveLogs
+	endStreams func()
+
 	lock  *statedir.Lock
 	store storage.Store
 	// db is store itself, for what only SQLite answers (the metrics'
@@ -400,7 +405,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.arts, err = storage.NewArtifacts(d.store, filepath.Join(d.state, ArtifactsDir)); err != nil {
 		return err
 	}
+	d.live = &liveLogs{dir: filepath.Join(d.state, ExecutionsDir)}
 	servers, err := management.NewServers(management.Parts{
+		LiveLogs: d.live,
 		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
@@ -410,6 +417,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.srv = servers.Management
+	d.endStreams = servers.Resources.EndStreams
 	if was, err := statedir.RepairTokenFileMode(statedir.OwnerTokenPath(d.state)); err != nil {
 		return err
 	} else if was != 0 {
@@ -455,12 +463,13 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	execs := map[string]executor.Executor{shell.Name: sh, claudecode.Name: cc, codex.Name: cx}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.ingress = &ingresses{host: d.host, ctl: d.ctl, cfg: d.cfg, resolver: secrets.resolver, log: d.log.With("component", "ingress"), accepted: d.Wake, delivered: d.metrics.IngressDelivery}
 	d.sched, err = scheduler.New(scheduler.Options{
 		Store: d.store, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
-		Executors:         map[string]executor.Executor{shell.Name: sh, claudecode.Name: cc, codex.Name: cx},
+		Executors:         execs,
 		Bindings:          bindingLookup(d.cfg),
 		Toolbelt:          d.tb,
 		ToolbeltEndpoints: d.endpoint,
@@ -476,6 +485,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.live.executors = execs
 	// Detach from every segment before the sockets close and storage goes;
 	// the ingresses stop accepting first.
 	d.closers = append([]func() error{d.ingress.stop, d.sched.Close}, d.closers...)
@@ -561,6 +571,9 @@ func (d *Daemon) listen(context.Context) error {
 }
 
 func (d *Daemon) shutdownHTTP() error {
+	if d.endStreams != nil {
+		d.endStreams()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := d.http.Shutdown(ctx); err != nil {

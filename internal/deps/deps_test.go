@@ -46,6 +46,7 @@ var rules = map[string][]string{
 	"internal/metrics":    {},
 	"internal/unixhttp":   {},
 	"internal/unixsock":   {},
+	"internal/logfollow":  {},
 	"internal/reaper":     {},
 	"internal/buildinfo":  {},
 	"internal/ids":        {"internal/clock"},
@@ -84,7 +85,7 @@ var rules = map[string][]string{
 	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
 	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
-		"internal/ids", "internal/kernel", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
+		"internal/ids", "internal/kernel", "internal/logfollow", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",

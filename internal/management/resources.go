@@ -66,6 +66,10 @@ type ResourcesOptions struct {
 	// Sources answers route traces naming a registered ingress's source
 	// (nil: no ingress is registered).
 	Sources TraceSources
+	// LiveLogs, when set, says where a running attempt writes its log, so
+	// that the log routes can follow it; without it an attempt's log is
+	// readable once it ended.
+	LiveLogs LiveLogs
 }
 
 // TraceSources says whether source is a registered ingress's source and,
@@ -84,6 +88,10 @@ type Resources struct {
 	cursors   *Cursors
 	clock     clock.Clock
 	sources   TraceSources
+	live      LiveLogs
+	streams   *streams
+	// logRecheck overrides logfollow.Recheck (tests).
+	logRecheck time.Duration
 }
 
 // NewResources checks the options and returns the resources.
@@ -95,7 +103,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
-		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources}, nil
+		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources, live: opts.LiveLogs, streams: newStreams()}, nil
 }
 
 // Routes is the resources' part of the route table, for Options.Routes.
@@ -112,6 +120,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/work", Role: RoleView, Handler: rs.listWork},
 		{Method: "POST", Pattern: "/v1/work", Role: RoleOperate, Idempotent: true, Handler: rs.createWork},
 		{Method: "GET", Pattern: "/v1/work/{id}", Role: RoleView, Handler: rs.getWork},
+		{Method: "GET", Pattern: "/v1/work/{id}/log", Role: RoleView, Handler: rs.workLog},
 		{Method: "POST", Pattern: "/v1/work/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/retry", Role: RoleOperate, Idempotent: true, Handler: rs.retryWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/wake", Role: RoleOperate, Idempotent: true, Handler: rs.wakeWork},
@@ -123,6 +132,7 @@ func (rs *Resources) Routes() []Route {
 
 		{Method: "GET", Pattern: "/v1/executions", Role: RoleView, Handler: rs.listExecutions},
 		{Method: "GET", Pattern: "/v1/executions/{id}", Role: RoleView, Handler: rs.getExecution},
+		{Method: "GET", Pattern: "/v1/executions/{id}/log", Role: RoleView, Handler: rs.executionLog},
 		{Method: "POST", Pattern: "/v1/executions/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelExecution},
 
 		{Method: "GET", Pattern: "/v1/waits", Role: RoleView, Handler: rs.listWaits},
@@ -138,6 +148,10 @@ func (rs *Resources) Routes() []Route {
 		{Method: "POST", Pattern: "/v1/config/set", Role: RoleAdmin, Idempotent: true, Handler: rs.setConfig},
 
 		{Method: "GET", Pattern: "/v1/toolbelt/calls", Role: RoleView, Handler: rs.listToolbeltCalls},
+
+		{Method: "GET", Pattern: "/v1/runs", Role: RoleView, Handler: rs.listRuns},
+		{Method: "GET", Pattern: "/v1/runs/{id}", Role: RoleView, Handler: rs.getRun},
+		{Method: "GET", Pattern: "/v1/runs/{id}/log", Role: RoleView, Handler: rs.executionLog},
 	}
 }
 

@@ -34,6 +34,9 @@ type Parts struct {
 	// Cursors authenticates list cursors (required): NewCursors over the
 	// key LoadCursorKey returns.
 	Cursors *Cursors
+	// LiveLogs, when set, says where a running attempt writes its log
+	// (the log routes follow it).
+	LiveLogs LiveLogs
 	// Toolbelt, when set, answers every execution's toolbelt socket.
 	Toolbelt extension.Toolbelt
 	// ExecutionTokens, when set, lets the management socket recognise an
@@ -83,6 +86,7 @@ func NewServers(p Parts) (*Servers, error) {
 	resources, err := NewResources(ResourcesOptions{
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
 		Sources: p.Sources,
+		LiveLogs: p.LiveLogs,
 	})
 	if err != nil {
 		return nil, err

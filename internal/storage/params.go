@@ -163,10 +163,15 @@ type ListInputsParams struct {
 
 // ListExecutionsParams filters executions.
 type ListExecutionsParams struct {
-	Work   string
-	Scope  string
-	States []ExecutionState
-	Owner  string
+	Work    string
+	Scope   string
+	Binding string
+	States  []ExecutionState
+	// Results selects executions that ended with one of these results.
+	Results []ExecutionResult
+	// CreatedFrom selects executions created at or after it (non-zero).
+	CreatedFrom time.Time
+	Owner       string
 	// NotOwner excludes executions held by this owner.
 	NotOwner string
 	// LeaseExpiredBy selects executions whose lease expired at or before

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -79,9 +80,26 @@ func newArtifactsCatCmd(s Streams) *cobra.Command {
 		Short: "Write an artifact's bytes (a log, say) to standard output",
 		Long: `Write an artifact's bytes to standard output as they arrive. --range reads
 one byte range: a-b (bytes a to b, counted from 0, both included), a-
-(from byte a to the end) or -n (the last n bytes).`,
+(from byte a to the end) or -n (the last n bytes).
+
+Given an execution's ID instead (exe_…), it writes that execution's log as
+it exists now: what a running attempt has written so far, or its stored log
+once it ended (open-conduit executions logs ID -f follows it).`,
 		Args: oneArg("artifact ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.HasPrefix(args[0], "exe_") {
+				if rng != "" {
+					return usagef("--range reads a stored artifact; for an execution's log use: open-conduit executions logs %s --tail N", args[0])
+				}
+				c, t, err := newClient(cmd)
+				if err != nil {
+					return err
+				}
+				if _, err := c.ExecutionLog(cmd.Context(), args[0], client.LogOptions{}, s.Out); err != nil {
+					return clientFailure(err, t)
+				}
+				return nil
+			}
 			if rng != "" && !byteRange.MatchString(rng) {
 				return usagef("--range must be a-b, a- or -n (byte positions counted from 0), such as --range 0-1023 or --range -4096")
 			}

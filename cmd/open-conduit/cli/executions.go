@@ -17,9 +17,10 @@ func newExecutionsCmd(s Streams) *cobra.Command {
 		Use:   "executions",
 		Short: "List and show executions (the attempts of Work)",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID"),
+		RunE:  subcommandNeeded("list, get ID, logs ID"),
 	}
-	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s))
+	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s),
+		newLogCmd(s, "logs EXECUTION [-f] [--tail N]", "Write one execution's log, following it while it runs", "execution ID", false))
 	return cmd
 }
 

@@ -24,9 +24,10 @@ func newWorkCmd(s Streams) *cobra.Command {
 		Use:   "work",
 		Short: "List, show, create, cancel, retry and wake Work",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID, create, cancel ID, retry ID, wake ID"),
+		RunE:  subcommandNeeded("list, get ID, create, cancel ID, retry ID, wake ID, logs ID"),
 	}
-	cmd.AddCommand(newWorkListCmd(s), newWorkGetCmd(s), newWorkCreateCmd(s), newWorkCancelCmd(s), newWorkRetryCmd(s), newWorkWakeCmd(s))
+	cmd.AddCommand(newWorkListCmd(s), newWorkGetCmd(s), newWorkCreateCmd(s), newWorkCancelCmd(s), newWorkRetryCmd(s), newWorkWakeCmd(s),
+		newLogCmd(s, "logs WORK [-f] [--tail N]", "Write the logs of a Work's attempts, following the newest while it runs", "Work ID", true))
 	return cmd
 }
 

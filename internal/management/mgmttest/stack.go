@@ -65,6 +65,9 @@ type StackOptions struct {
 	// Extensions are registered on the Stack's Host (with Registry as its
 	// catalog) before the configuration is restored, as the daemon does.
 	Extensions []extension.Registration
+	// LiveLogs says where a running attempt writes its log (the log
+	// routes); nil serves stored logs only.
+	LiveLogs management.LiveLogs
 }
 
 // Stack is the management server with every resource and action route,
@@ -166,6 +169,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	srv, err := management.NewServers(management.Parts{
 		Store: store, Control: ctl, Actions: acts, Config: cfg, Artifacts: arts, Cursors: cursors,
 		Clock: opts.Clock, Entropy: rand.NewChaCha8([32]byte{11}), Logger: DiscardLogger(), Version: "test",
+		LiveLogs: opts.LiveLogs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -425,7 +425,12 @@ func (q queries) ListExecutions(ctx context.Context, p *storage.ListExecutionsPa
 	var w where
 	w.eq("work", p.Work)
 	w.eq("scope", p.Scope)
+	w.eq("binding", p.Binding)
 	w.in("state", stateStrings(p.States))
+	w.in("result", stateStrings(p.Results))
+	if !p.CreatedFrom.IsZero() {
+		w.add("created_at >= ?", ts(p.CreatedFrom))
+	}
 	w.eq("owner", p.Owner)
 	if p.NotOwner != "" {
 		w.add("owner <> ?", p.NotOwner)

@@ -280,6 +280,7 @@ func executionCases() []Case {
 		{Name: "execution_lease_renew_fenced", Run: plain(executionLeaseRenewFenced), Control: epochBlindControl},
 		{Name: "execution_one_live_per_work", Run: plain(executionOneLivePerWork), Control: insertSupersedesLive},
 		{Name: "execution_list_filters", Run: plain(executionListFilters), Control: countLeasedCountsParked},
+		{Name: "execution_history_filters", Run: plain(executionHistoryFilters), Control: historyIgnoresBinding},
 		{Name: "execution_fence_survives_reopen", Run: executionFenceSurvivesReopen, Control: forgetsEpochsOnReopen},
 		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
