@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -160,10 +161,19 @@ func runResult(r client.Run) string {
 	return r.Execution.State
 }
 
-// runUsage shows what an attempt consumed. api.Execution does not carry
-// an agent's usage yet; once it does, this is the one place that shows it
-// (tokens in and out, cost), in every runs command.
-func runUsage(client.Run) string { return "-" }
+// runUsage shows what an attempt consumed (an agent's tokens in and out,
+// and its cost estimate), the same in every runs command; "-" for none.
+func runUsage(r client.Run) string {
+	u := r.Execution.Usage
+	if u == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d in/%d out", u.InputTokens, u.OutputTokens)
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(" $%.4f", u.CostUSD)
+	}
+	return s
+}
 
 // duration shows milliseconds as a short duration (1.5s, 2m3s).
 func duration(ms int64) string {

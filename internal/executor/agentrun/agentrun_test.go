@@ -180,3 +180,25 @@ func TestEachWorkGetsItsOwnCheckout(t *testing.T) {
 		t.Fatalf("sweep after the keep time removed %d (%v)", n, err)
 	}
 }
+
+func TestLiveLogIsTheCurrentSegmentsStderr(t *testing.T) {
+	var e Executor
+	dir := t.TempDir()
+	// Before the segment exists: its own epoch's directory.
+	if got, ok := e.LiveLog(dir, 3); !ok || got != filepath.Join(segmentDir(dir, 3), "output.log") {
+		t.Fatalf("LiveLog before any segment = %q, %v", got, ok)
+	}
+	// An adopted segment keeps the directory its epoch started in.
+	if err := os.MkdirAll(segmentDir(dir, 2), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.LiveLog(dir, 3); got != filepath.Join(segmentDir(dir, 2), "output.log") {
+		t.Fatalf("LiveLog of an adopted segment = %q", got)
+	}
+	if err := os.MkdirAll(segmentDir(dir, 3), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.LiveLog(dir, 3); got != filepath.Join(segmentDir(dir, 3), "output.log") {
+		t.Fatalf("LiveLog of its own segment = %q", got)
+	}
+}

@@ -564,3 +564,16 @@ func installSkill(playbookDir, skillsDir, name string) error {
 	}
 	return nil
 }
+
+var _ executor.LiveLogger = (*Executor)(nil)
+
+// LiveLog is where the segment of epoch writes the agent's log (its
+// standard error): that epoch's segment directory, or, for an adopted
+// segment whose epoch moved on, the latest segment the directory holds.
+func (e *Executor) LiveLog(dir string, epoch int64) (string, bool) {
+	seg := currentSegment(dir, epoch)
+	if seg == "" {
+		seg = segmentDir(dir, epoch)
+	}
+	return filepath.Join(seg, proc.LogFile), true
+}
