@@ -210,6 +210,13 @@ func (f *fakeGitHub) tokenOK(tok, path string) bool {
 	return false
 }
 
+// minted answers how many installation tokens the fake issued.
+func (f *fakeGitHub) minted() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.issued
+}
+
 // revoke makes every issued token invalid, as a revocation on GitHub's
 // side would.
 func (f *fakeGitHub) revoke() {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/osclient"
 )
 
 var (
@@ -459,8 +460,8 @@ func TestRevokedTokenIsForgottenAndMintedAgain(t *testing.T) {
 		t.Fatalf("revoked: %v", err)
 	}
 	e.ok(OpIssueView, `{"repo":"octo/hello","number":1}`)
-	if e.fake.issued != 2 {
-		t.Fatalf("issued %d tokens, want 2", e.fake.issued)
+	if e.fake.minted() != 2 {
+		t.Fatalf("issued %d tokens, want 2", e.fake.minted())
 	}
 }
 
@@ -475,7 +476,7 @@ func TestGitCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cred struct{ Username, Password string }
+	var cred osclient.GitCredential // the shape os git-credential reads
 	if err := json.Unmarshal(out, &cred); err != nil || cred.Username != "x-access-token" || !strings.HasPrefix(cred.Password, tokenPrefix) {
 		t.Fatalf("credential %s", out)
 	}
@@ -498,7 +499,10 @@ func TestGitCredential(t *testing.T) {
 		}
 	}
 	// github.com's API answers for github.com's git host, over https only.
-	ops, _ := Operations(Options{Credentials: StaticToken("t"), Allow: func(extension.Authority, string) bool { return true }})
+	ops, err := Operations(Options{Credentials: StaticToken("t"), Now: e.clock.Now, Allow: func(extension.Authority, string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range ops {
 		if o.Name != OpGitCredential {
 			continue
@@ -657,5 +661,62 @@ func TestOperationsAreWellFormed(t *testing.T) {
 		if InDefaultToolsets(op.Name) == (op.Name == OpPRMerge) {
 			t.Errorf("%s: default toolsets %v", op.Name, InDefaultToolsets(op.Name))
 		}
+	}
+}
+
+func TestConcurrentCallsMintOnce(t *testing.T) {
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	toks := make([]string, 8)
+	for i := range toks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok, err := e.app.Token(context.Background(), "octo/hello")
+			if err != nil {
+				t.Error(err)
+			}
+			toks[i] = tok.Reveal()
+		}()
+	}
+	wg.Wait()
+	if e.fake.minted() != 1 {
+		t.Fatalf("%d tokens minted for one repository", e.fake.minted())
+	}
+	for _, tok := range toks {
+		if tok != toks[0] {
+			t.Fatal("callers got different tokens")
+		}
+	}
+}
+
+func TestBaseURLAndGitHost(t *testing.T) {
+	now := func() time.Time { return time.Time{} }
+	cases := []struct{ base, gitHost, want string }{
+		{"", "", "github.com"},
+		{"https://ghe.example.com/api/v3", "", "ghe.example.com"},
+		{"https://ghe.example.com/api/v3/", "git.example.com", "git.example.com"},
+	}
+	for _, c := range cases {
+		ops, err := Operations(Options{Credentials: StaticToken("t"), BaseURL: c.base, GitHost: c.gitHost, Now: now,
+			Allow: func(extension.Authority, string) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := ops[len(ops)-1].Handler
+		if _, err := h(context.Background(), auth, json.RawMessage(`{"protocol":"https","host":"`+c.want+`","path":"a/b"}`)); err != nil {
+			t.Errorf("%q: %v", c.base, err)
+		}
+	}
+	if b, _ := baseURL("https://ghe.example.com/api/v3"); b != "https://ghe.example.com/api/v3/" {
+		t.Fatalf("base %q", b)
+	}
+	for _, bad := range []string{"ftp://x/", "/api/v3/", "https://x/?q=1", "https://u:p@x/"} {
+		if _, err := baseURL(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := Operations(Options{Credentials: StaticToken("t")}); err == nil {
+		t.Fatal("credentials without a clock accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,8 +73,8 @@ type Options struct {
 	WorkRepository func(auth extension.Authority) (string, bool)
 	// HTTPClient sends the requests (nil: a client with DefaultTimeout).
 	HTTPClient *http.Client
-	// Now is the clock (nil: time.Now), read only to say when a rate limit
-	// given as a delay ends.
+	// Now is the clock (required with Credentials), read only to say when
+	// a rate limit given as a delay ends.
 	Now func() time.Time
 }
 
@@ -93,7 +94,10 @@ func Operations(o Options) ([]extension.Operation, error) {
 		return nil, err
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		if o.Credentials != nil {
+			return nil, errors.New("ghapi: Options.Now is required with Credentials")
+		}
+		o.Now = func() time.Time { return time.Time{} } // never read: every call is refused
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = defaultHTTPClient()
