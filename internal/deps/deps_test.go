@@ -106,6 +106,9 @@ var rules = map[string][]string{
 	"extensions/introspection": {"api", "extension", "extension/inproc"},
 	"extensions/human":         {"extension", "extension/inproc"},
 	"extensions/github":        {"extension", "extension/inproc"},
+	// The GitHub extension's REST side: credentials and operations, which
+	// the extension registers.
+	"extensions/github/ghapi": {"api", "extension"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},
