@@ -46,7 +46,11 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) []
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append([]string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -80,7 +84,9 @@ func save(t *testing.T, name string, out []byte, dir string) {
 	if !*record {
 		return
 	}
-	s := strings.ReplaceAll(string(out), dir, "/home/agent")
+	// Claude Code also names its project directory after the path, with
+	// dashes for slashes.
+	s := strings.NewReplacer(dir, "/home/agent", strings.ReplaceAll(dir, "/", "-"), "-home-agent").Replace(string(out))
 	if err := os.WriteFile(filepath.Join("testdata", name), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +164,7 @@ func TestClaudeCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 	}
 
 	out = run(t, dir, env, bin, append([]string{"-p", "what do you remember?", "--resume", session}, common...)...)
+	save(t, "claude-resume-stream.jsonl", out, dir)
 	stream = lines(t, out)
 	if last := stream[len(stream)-1]; last["session_id"] != session || last["result"] != "resumed turn done" {
 		t.Errorf("the resumed run ended %v, want session %s", last, session)
@@ -197,8 +204,10 @@ web_search = "disabled"
 shell_tool = false
 unified_exec = false
 goals = false
-multi_agent = false
 view_image = false
+
+[agents]
+enabled = false
 
 [tools.experimental_request_user_input]
 enabled = false
@@ -261,6 +270,7 @@ func TestCodexCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 	}
 
 	out = run(t, dir, env, bin, "exec", "resume", "--json", "--skip-git-repo-check", "--strict-config", session, "what do you remember?")
+	save(t, "codex-resume-stream.jsonl", out, dir)
 	stream = lines(t, out)
 	if stream[0]["type"] != "thread.started" || stream[0]["thread_id"] != session {
 		t.Errorf("the resumed run started %v, want thread %s", stream[0], session)
@@ -282,4 +292,36 @@ func TestCodexCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 		t.Errorf("the resumed request lacks the first turn's call %s", calls[0])
 	}
 	t.Logf("side requests: %+v", srv.SideRequests())
+}
+
+// The negative control with the real CLIs: a server expecting one tool
+// fewer than the CLI offers complains, so the exact-set assertion above
+// can fail.
+func TestTheToolSetAssertionFailsOnTheRealCLIs(t *testing.T) {
+	t.Run("claude", func(t *testing.T) {
+		bin, memory := agenttest.Claude(t), agenttest.MCPMemory(t)
+		dir := t.TempDir()
+		var c complaints
+		srv := agenttest.Anthropic(t, agenttest.Options{APIKey: apiKey, Model: "claude-sonnet-4-5",
+			Tools: memoryTools[1:], Script: []agenttest.Step{agenttest.Reply("done")}, Errorf: c.Errorf})
+		run(t, dir, []string{"CLAUDE_CONFIG_DIR=" + filepath.Join(dir, "claude"), "ANTHROPIC_BASE_URL=" + srv.URL,
+			"ANTHROPIC_API_KEY=" + apiKey, "ENABLE_TOOL_SEARCH=false"},
+			bin, "-p", "hi", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-5",
+			"--mcp-config", claudeMCPConfig(t, dir, memory), "--strict-mcp-config", "--tools", "")
+		if l := c.list(); len(l) != 1 || !strings.Contains(l[0], "offered tools") {
+			t.Errorf("complaints %q, want one about the offered tools", l)
+		}
+	})
+	t.Run("codex", func(t *testing.T) {
+		bin, memory := agenttest.Codex(t), agenttest.MCPMemory(t)
+		dir := t.TempDir()
+		var c complaints
+		srv := agenttest.OpenAI(t, agenttest.Options{APIKey: apiKey, Model: "agenttest-model",
+			Tools: memoryTools, Script: []agenttest.Step{agenttest.Reply("done")}, Errorf: c.Errorf})
+		run(t, dir, []string{"CODEX_HOME=" + codexHome(t, dir, "agenttest-model", srv, memory), "AGENTTEST_API_KEY=" + apiKey},
+			bin, "exec", "--json", "--skip-git-repo-check", "hi")
+		if l := c.list(); len(l) != 1 || !strings.Contains(l[0], "offered tools") {
+			t.Errorf("complaints %q, want one about the offered tools", l)
+		}
+	})
 }

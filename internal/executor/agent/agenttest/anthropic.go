@@ -3,6 +3,7 @@ package agenttest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 )
 
@@ -49,14 +50,7 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 		s.refuse(w, http.StatusUnauthorized, "%s %s without the API key in x-api-key", r.Method, r.URL.Path)
 		return
 	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		s.sideRequest(r, "token count")
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"input_tokens":1}`))
-		return
-	default:
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		s.refuse(w, http.StatusNotFound, "unexpected %s %s", r.Method, r.URL.Path)
 		return
 	}
@@ -105,6 +99,11 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 	input, err := step.input()
 	if err != nil {
 		s.refuse(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+
+	if step.Tool != "" && !slices.Contains(rec.Tools, step.Tool) {
+		s.refuse(w, http.StatusInternalServerError, "the script calls %s, which the request does not offer", step.Tool)
 		return
 	}
 
