@@ -127,6 +127,9 @@ func (openAI) serve(s *Server, w http.ResponseWriter, r *http.Request, body []by
 	if !ok {
 		step = Reply("agenttest: the script has ended")
 	}
+	if !step.held(r) {
+		return
+	}
 	input, err := step.input()
 	if err != nil {
 		s.refuse(w, http.StatusInternalServerError, "%v", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Step is one answer of the scripted model: either a call of a tool or a
@@ -25,6 +26,26 @@ type Step struct {
 	Input any
 	// Text is the reply of a step without Tool.
 	Text string
+	// Hold, when not nil, keeps the answer back until it is closed (or
+	// the client goes away), so that a test can act while the agent waits
+	// on its model: kill the daemon, cancel the execution.
+	Hold <-chan struct{}
+}
+
+// Held is st, answered only once release is closed.
+func (st Step) Held(release <-chan struct{}) Step { st.Hold = release; return st }
+
+// held waits for the step's release; false when the client went first.
+func (st Step) held(r *http.Request) bool {
+	if st.Hold == nil {
+		return true
+	}
+	select {
+	case <-st.Hold:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // Call is a step calling tool with input.
@@ -115,6 +136,7 @@ type Server struct {
 	logf   func(format string, args ...any)
 
 	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced when a request is recorded
 	next     int
 	pending  string // the call the next request must answer
 	calls    []string
@@ -136,7 +158,7 @@ func start(t testing.TB, opts Options, v vendor) *Server {
 	if opts.Errorf == nil {
 		opts.Errorf = t.Errorf
 	}
-	s := &Server{opts: opts, vendor: v, logf: t.Logf}
+	s := &Server{opts: opts, vendor: v, logf: t.Logf, changed: make(chan struct{})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +215,8 @@ func (s *Server) advance(req Request, idPrefix string) (step Step, callID string
 		s.pending = ""
 	}
 	s.requests = append(s.requests, req)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	if s.next >= len(s.opts.Script) {
 		s.opts.Errorf("agenttest: request %d came after the script's %d steps", len(s.requests)-1, len(s.opts.Script))
 		return Step{}, "", false
@@ -212,6 +236,29 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
+}
+
+// Await returns the conversation's requests once there are at least n,
+// failing the test when they do not come within bound. It is called from
+// the test's goroutine; with a held step it tells that the agent is
+// waiting on that step's answer.
+func (s *Server) Await(t testing.TB, n int, bound time.Duration) []Request {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		got, changed := len(s.requests), s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return s.Requests()
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("agenttest: %d requests within %v, want %d", got, bound, n)
+		}
+	}
 }
 
 // SideRequests returns the side requests so far.

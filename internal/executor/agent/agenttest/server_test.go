@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor/agent/agenttest"
 )
@@ -306,5 +307,35 @@ func TestOpenAIComplainsAboutWhatNoClientSends(t *testing.T) {
 				t.Errorf("complaints %q, want one saying %q", l, c.want)
 			}
 		})
+	}
+}
+
+// A held step is answered only once released; Await tells when the
+// request waiting for it has come.
+func TestAHeldStepWaitsForItsRelease(t *testing.T) {
+	var c complaints
+	release := make(chan struct{})
+	srv := agenttest.Anthropic(t, agenttest.Options{APIKey: apiKey, Model: "m", Errorf: c.Errorf,
+		Script: []agenttest.Step{agenttest.Reply("done").Held(release)}})
+	answered := make(chan []event)
+	go func() {
+		var events []event
+		defer func() { answered <- events }() // also when post fails
+		_, events = post(t, srv.URL+"/v1/messages", anthropicHeader, anthropicBody("m", nil, map[string]any{"role": "user", "content": "hi"}))
+	}()
+	if got := srv.Await(t, 1, 2*time.Minute); len(got) != 1 {
+		t.Fatalf("Await returned %d requests, want 1", len(got))
+	}
+	select {
+	case <-answered:
+		t.Fatal("the held step was answered before its release")
+	default:
+	}
+	close(release)
+	if events := <-answered; len(events) != 6 || events[2].data["delta"].(map[string]any)["text"] != "done" {
+		t.Errorf("after the release: %q", names(events))
+	}
+	if l := c.list(); len(l) != 0 {
+		t.Errorf("complaints %q", l)
 	}
 }
