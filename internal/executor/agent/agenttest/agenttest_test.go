@@ -149,6 +149,9 @@ func TestClaudeCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests in the first turn, want 3", len(reqs))
 	}
+	if !strings.Contains(reqs[0].System, "Claude") {
+		t.Errorf("the first request's system prompt is %q, want Claude Code's", reqs[0].System)
+	}
 	calls := srv.CallIDs()
 	created, ok := reqs[1].ToolResult(calls[0])
 	if !ok || created.IsError || !strings.Contains(created.Text, "conduit") {
@@ -184,6 +187,11 @@ func TestClaudeCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 	}
 	if _, ok := resumed.ToolResult(calls[0]); !ok {
 		t.Errorf("the resumed request lacks the first turn's call %s", calls[0])
+	}
+	for i, r := range reqs {
+		if r.Session != session {
+			t.Errorf("request %d names session %q, want %s", i, r.Session, session)
+		}
 	}
 	t.Logf("side requests: %+v", srv.SideRequests())
 }
@@ -290,6 +298,11 @@ func TestCodexCallsAnMCPToolAndResumesItsSession(t *testing.T) {
 	}
 	if _, ok := resumed.ToolResult(calls[0]); !ok {
 		t.Errorf("the resumed request lacks the first turn's call %s", calls[0])
+	}
+	for i, r := range reqs {
+		if r.Session != session {
+			t.Errorf("request %d names session %q, want %s", i, r.Session, session)
+		}
 	}
 	t.Logf("side requests: %+v", srv.SideRequests())
 }

@@ -17,8 +17,12 @@ func Anthropic(t testing.TB, opts Options) *Server {
 type anthropic struct{}
 
 type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
+	Metadata struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -71,7 +75,13 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 		s.refuse(w, http.StatusBadRequest, "POST /v1/messages for model %q, want %q", req.Model, s.opts.Model)
 		return
 	}
-	rec := Request{Model: req.Model, Body: body}
+	rec := Request{Model: req.Model, Body: body, System: textOf(req.System)}
+	var user struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(req.Metadata.UserID), &user) == nil {
+		rec.Session = user.SessionID
+	}
 	for _, tool := range req.Tools {
 		rec.Tools = append(rec.Tools, tool.Name)
 	}

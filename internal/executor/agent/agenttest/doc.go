@@ -33,8 +33,10 @@
 //   - Before each run it sends HEAD /api/hello without the key (a
 //     reachability probe, answered 200); then each model request is POST
 //     /v1/messages?beta=true with x-api-key, anthropic-version and
-//     "stream": true. No title, token-count or other-model request was
-//     seen.
+//     "stream": true, thinking enabled (budget 31999 tokens) and
+//     metadata.user_id, a JSON string holding the session_id
+//     (Request.Session). No title, token-count or other-model request
+//     was seen.
 //   - `--tools ""` leaves no built-in tool: the requests offer exactly the
 //     MCP server's tools, as mcp__SERVER__TOOL. A tool not named in
 //     --allowedTools is still offered; its call is answered by the CLI
@@ -59,7 +61,9 @@
 // naming a model provider (base_url, wire_api = "responses", env_key):
 //
 //   - Each model request is POST /v1/responses with Authorization: Bearer
-//     and "stream": true; no other request was seen.
+//     and "stream": true, no instructions (its prompt is the first input
+//     item, role "developer") and client_metadata.thread_id, the session
+//     (Request.Session); no other request was seen.
 //   - Its own tools are off with [features] shell_tool, unified_exec,
 //     goals and view_image = false, [agents] enabled = false (the
 //     feature multi_agent is deprecated and warns), web_search =

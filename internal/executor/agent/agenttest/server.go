@@ -97,6 +97,13 @@ type Request struct {
 	// Tools are the names of the tools it offered, sorted; a tool inside
 	// a Codex namespace is named NAMESPACE__TOOL, as Claude names it.
 	Tools []string
+	// Session is the CLI's session id as the request names it (Claude
+	// Code's metadata.user_id, Codex's client_metadata.thread_id).
+	Session string
+	// System is its system prompt (Anthropic's system, OpenAI's
+	// instructions), its blocks joined by newlines. Codex sends no
+	// instructions: its prompt is the first item, role "developer".
+	System string
 	// Items is its conversation, oldest first.
 	Items []Item
 	// Body is the request's body as sent.
