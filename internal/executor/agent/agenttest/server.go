@@ -140,7 +140,14 @@ type Server struct {
 
 	opts   Options
 	vendor vendor
-	logf   func(format string, args ...any)
+
+	// reportMu orders reports before the end of the test: a handler still
+	// running when the test's cleanup has closed the server reports
+	// nothing (the testing package panics on a report after a test).
+	reportMu sync.Mutex
+	ended    bool
+	logf     func(format string, args ...any)
+	errorf   func(format string, args ...any)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when a request is recorded
@@ -165,14 +172,19 @@ func start(t testing.TB, opts Options, v vendor) *Server {
 	if opts.Errorf == nil {
 		opts.Errorf = t.Errorf
 	}
-	s := &Server{opts: opts, vendor: v, logf: t.Logf, changed: make(chan struct{})}
+	s := &Server{opts: opts, vendor: v, logf: t.Logf, errorf: opts.Errorf, changed: make(chan struct{})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: s}
 	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		srv.Close()
+		s.reportMu.Lock()
+		s.ended = true
+		s.reportMu.Unlock()
+	})
 	s.URL = "http://" + l.Addr().String()
 	return s
 }
@@ -183,15 +195,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "reading %s %s: %v", r.Method, r.URL.Path, err)
 		return
 	}
-	s.logf("agenttest: %s %s (%d bytes)", r.Method, r.URL.RequestURI(), len(body))
+	s.report(s.logf, "agenttest: %s %s (%d bytes)", r.Method, r.URL.RequestURI(), len(body))
 	s.vendor.serve(s, w, r, body)
 }
+
+func (s *Server) report(f func(string, ...any), format string, args ...any) {
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	if !s.ended {
+		f(format, args...)
+	}
+}
+
+// fail reports a broken expectation through Options.Errorf.
+func (s *Server) fail(format string, args ...any) { s.report(s.errorf, format, args...) }
 
 // refuse reports a request no real client sends and answers it with an
 // error status, which the CLIs show as an API error.
 func (s *Server) refuse(w http.ResponseWriter, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.opts.Errorf("agenttest: %s", msg)
+	s.fail("agenttest: %s", msg)
 	http.Error(w, "agenttest: "+msg, status)
 }
 
@@ -212,12 +235,12 @@ func (s *Server) advance(req Request, idPrefix string) (step Step, callID string
 	if s.opts.Tools != nil {
 		want := slices.Sorted(slices.Values(s.opts.Tools))
 		if !slices.Equal(req.Tools, want) {
-			s.opts.Errorf("agenttest: request %d offered tools %q, want exactly %q", len(s.requests), req.Tools, want)
+			s.fail("agenttest: request %d offered tools %q, want exactly %q", len(s.requests), req.Tools, want)
 		}
 	}
 	if s.pending != "" {
 		if _, ok := req.ToolResult(s.pending); !ok {
-			s.opts.Errorf("agenttest: request %d carries no result of call %s", len(s.requests), s.pending)
+			s.fail("agenttest: request %d carries no result of call %s", len(s.requests), s.pending)
 		}
 		s.pending = ""
 	}
@@ -225,7 +248,7 @@ func (s *Server) advance(req Request, idPrefix string) (step Step, callID string
 	close(s.changed)
 	s.changed = make(chan struct{})
 	if s.next >= len(s.opts.Script) {
-		s.opts.Errorf("agenttest: request %d came after the script's %d steps", len(s.requests)-1, len(s.opts.Script))
+		s.fail("agenttest: request %d came after the script's %d steps", len(s.requests)-1, len(s.opts.Script))
 		return Step{}, "", false
 	}
 	step = s.opts.Script[s.next]
