@@ -61,6 +61,10 @@ func (d Driver) Prepare(seg *agentrun.Segment) error {
 	line("unified_exec", has("shell"))
 	line("view_image", has("view_image"))
 	line("goals", false)
+	// Codex's shell snapshot is a script of the agent's whole environment
+	// (the model API key included) under CODEX_HOME, removed only when
+	// Codex exits by itself: a stopped agent would leave the key there.
+	line("shell_snapshot", false)
 	b.WriteString("\n[agents]\n")
 	line("enabled", false)
 	b.WriteString("\n[model_providers." + providerName + "]\n")

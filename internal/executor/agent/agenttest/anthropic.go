@@ -3,6 +3,7 @@ package agenttest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 )
 
@@ -16,8 +17,12 @@ func Anthropic(t testing.TB, opts Options) *Server {
 type anthropic struct{}
 
 type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
+	Metadata struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -49,14 +54,7 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 		s.refuse(w, http.StatusUnauthorized, "%s %s without the API key in x-api-key", r.Method, r.URL.Path)
 		return
 	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		s.sideRequest(r, "token count")
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"input_tokens":1}`))
-		return
-	default:
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		s.refuse(w, http.StatusNotFound, "unexpected %s %s", r.Method, r.URL.Path)
 		return
 	}
@@ -77,7 +75,13 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 		s.refuse(w, http.StatusBadRequest, "POST /v1/messages for model %q, want %q", req.Model, s.opts.Model)
 		return
 	}
-	rec := Request{Model: req.Model, Body: body}
+	rec := Request{Model: req.Model, Body: body, System: textOf(req.System)}
+	var user struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(req.Metadata.UserID), &user) == nil {
+		rec.Session = user.SessionID
+	}
 	for _, tool := range req.Tools {
 		rec.Tools = append(rec.Tools, tool.Name)
 	}
@@ -102,9 +106,17 @@ func (anthropic) serve(s *Server, w http.ResponseWriter, r *http.Request, body [
 	if !ok {
 		step = Reply("agenttest: the script has ended")
 	}
+	if !step.held(r) {
+		return
+	}
 	input, err := step.input()
 	if err != nil {
 		s.refuse(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+
+	if step.Tool != "" && !slices.Contains(rec.Tools, step.Tool) {
+		s.refuse(w, http.StatusInternalServerError, "the script calls %s, which the request does not offer", step.Tool)
 		return
 	}
 

@@ -19,7 +19,11 @@ func OpenAI(t testing.TB, opts Options) *Server {
 type openAI struct{}
 
 type openAIRequest struct {
-	Model  string       `json:"model"`
+	Model        string `json:"model"`
+	Instructions string `json:"instructions"`
+	Metadata     struct {
+		ThreadID string `json:"thread_id"`
+	} `json:"client_metadata"`
 	Stream bool         `json:"stream"`
 	Input  []openAIItem `json:"input"`
 	Tools  []openAITool `json:"tools"`
@@ -108,7 +112,7 @@ func (openAI) serve(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		s.refuse(w, http.StatusBadRequest, "POST /v1/responses for model %q, want %q", req.Model, s.opts.Model)
 		return
 	}
-	rec := Request{Model: req.Model, Body: body, Tools: toolNames(req.Tools)}
+	rec := Request{Model: req.Model, Body: body, Session: req.Metadata.ThreadID, System: req.Instructions, Tools: toolNames(req.Tools)}
 	for _, it := range req.Input {
 		switch it.Type {
 		case "message", "":
@@ -126,6 +130,9 @@ func (openAI) serve(s *Server, w http.ResponseWriter, r *http.Request, body []by
 	step, callID, ok := s.advance(rec, "call_oc")
 	if !ok {
 		step = Reply("agenttest: the script has ended")
+	}
+	if !step.held(r) {
+		return
 	}
 	input, err := step.input()
 	if err != nil {

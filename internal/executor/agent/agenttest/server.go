@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Step is one answer of the scripted model: either a call of a tool or a
@@ -25,6 +26,26 @@ type Step struct {
 	Input any
 	// Text is the reply of a step without Tool.
 	Text string
+	// Hold, when not nil, keeps the answer back until it is closed (or
+	// the client goes away), so that a test can act while the agent waits
+	// on its model: kill the daemon, cancel the execution.
+	Hold <-chan struct{}
+}
+
+// Held is st, answered only once release is closed.
+func (st Step) Held(release <-chan struct{}) Step { st.Hold = release; return st }
+
+// held waits for the step's release; false when the client went first.
+func (st Step) held(r *http.Request) bool {
+	if st.Hold == nil {
+		return true
+	}
+	select {
+	case <-st.Hold:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // Call is a step calling tool with input.
@@ -76,6 +97,13 @@ type Request struct {
 	// Tools are the names of the tools it offered, sorted; a tool inside
 	// a Codex namespace is named NAMESPACE__TOOL, as Claude names it.
 	Tools []string
+	// Session is the CLI's session id as the request names it (Claude
+	// Code's metadata.user_id, Codex's client_metadata.thread_id).
+	Session string
+	// System is its system prompt (Anthropic's system, OpenAI's
+	// instructions), its blocks joined by newlines. Codex sends no
+	// instructions: its prompt is the first item, role "developer".
+	System string
 	// Items is its conversation, oldest first.
 	Items []Item
 	// Body is the request's body as sent.
@@ -112,9 +140,17 @@ type Server struct {
 
 	opts   Options
 	vendor vendor
-	logf   func(format string, args ...any)
+
+	// reportMu orders reports before the end of the test: a handler still
+	// running when the test's cleanup has closed the server reports
+	// nothing (the testing package panics on a report after a test).
+	reportMu sync.Mutex
+	ended    bool
+	logf     func(format string, args ...any)
+	errorf   func(format string, args ...any)
 
 	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced when a request is recorded
 	next     int
 	pending  string // the call the next request must answer
 	calls    []string
@@ -136,14 +172,19 @@ func start(t testing.TB, opts Options, v vendor) *Server {
 	if opts.Errorf == nil {
 		opts.Errorf = t.Errorf
 	}
-	s := &Server{opts: opts, vendor: v, logf: t.Logf}
+	s := &Server{opts: opts, vendor: v, logf: t.Logf, errorf: opts.Errorf, changed: make(chan struct{})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: s}
 	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		srv.Close()
+		s.reportMu.Lock()
+		s.ended = true
+		s.reportMu.Unlock()
+	})
 	s.URL = "http://" + l.Addr().String()
 	return s
 }
@@ -154,15 +195,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusBadRequest, "reading %s %s: %v", r.Method, r.URL.Path, err)
 		return
 	}
-	s.logf("agenttest: %s %s (%d bytes)", r.Method, r.URL.RequestURI(), len(body))
+	s.report(s.logf, "agenttest: %s %s (%d bytes)", r.Method, r.URL.RequestURI(), len(body))
 	s.vendor.serve(s, w, r, body)
 }
+
+func (s *Server) report(f func(string, ...any), format string, args ...any) {
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	if !s.ended {
+		f(format, args...)
+	}
+}
+
+// fail reports a broken expectation through Options.Errorf.
+func (s *Server) fail(format string, args ...any) { s.report(s.errorf, format, args...) }
 
 // refuse reports a request no real client sends and answers it with an
 // error status, which the CLIs show as an API error.
 func (s *Server) refuse(w http.ResponseWriter, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.opts.Errorf("agenttest: %s", msg)
+	s.fail("agenttest: %s", msg)
 	http.Error(w, "agenttest: "+msg, status)
 }
 
@@ -183,18 +235,20 @@ func (s *Server) advance(req Request, idPrefix string) (step Step, callID string
 	if s.opts.Tools != nil {
 		want := slices.Sorted(slices.Values(s.opts.Tools))
 		if !slices.Equal(req.Tools, want) {
-			s.opts.Errorf("agenttest: request %d offered tools %q, want exactly %q", len(s.requests), req.Tools, want)
+			s.fail("agenttest: request %d offered tools %q, want exactly %q", len(s.requests), req.Tools, want)
 		}
 	}
 	if s.pending != "" {
 		if _, ok := req.ToolResult(s.pending); !ok {
-			s.opts.Errorf("agenttest: request %d carries no result of call %s", len(s.requests), s.pending)
+			s.fail("agenttest: request %d carries no result of call %s", len(s.requests), s.pending)
 		}
 		s.pending = ""
 	}
 	s.requests = append(s.requests, req)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	if s.next >= len(s.opts.Script) {
-		s.opts.Errorf("agenttest: request %d came after the script's %d steps", len(s.requests)-1, len(s.opts.Script))
+		s.fail("agenttest: request %d came after the script's %d steps", len(s.requests)-1, len(s.opts.Script))
 		return Step{}, "", false
 	}
 	step = s.opts.Script[s.next]
@@ -212,6 +266,29 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
+}
+
+// Await returns the conversation's requests once there are at least n,
+// failing the test when they do not come within bound. It is called from
+// the test's goroutine; with a held step it tells that the agent is
+// waiting on that step's answer.
+func (s *Server) Await(t testing.TB, n int, bound time.Duration) []Request {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		got, changed := len(s.requests), s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return s.Requests()
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("agenttest: %d requests within %v, want %d", got, bound, n)
+		}
+	}
 }
 
 // SideRequests returns the side requests so far.
