@@ -273,7 +273,7 @@ func (r *run) checkOSBinary() {
 		r.add(SeverityError, CodeOSBinaryNotExec, fmt.Sprintf("%s is not executable (mode %04o): executions cannot run os", p, fi.Mode().Perm()), "chmod 755 "+p)
 		return
 	}
-	r.add(SeverityOK, CodeOSBinaryOK, p+" is an executable copy of the daemon's binary", "")
+	r.add(SeverityOK, CodeOSBinaryOK, p+" is an executable file (the daemon installs a copy of itself there)", "")
 }
 
 // temporary reports whether a link target lies in a temporary build
