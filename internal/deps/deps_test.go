@@ -114,10 +114,12 @@ var rules = map[string][]string{
 	"client":   {"api", "internal/unixhttp"},
 	"osclient": {"api", "internal/unixhttp"},
 
-	// Programs.
+	// Programs. The doctor's checks read the state directory as the
+	// daemon lays it out and ask the daemon through client.
+	"internal/doctor":  {"api", "client", "internal/config", "internal/configsvc", "internal/daemon", "internal/runs", "internal/statedir"},
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
-	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
+	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon", "internal/doctor",
 		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
 	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},

@@ -2,8 +2,9 @@
 // writing to injected streams so that tests can run them in process.
 //
 // It must never talk to coordination storage or the daemon's internals:
-// every command but `daemon` and the offline `config check` goes through the
-// public client package.
+// every command but `daemon`, the offline `config check` and `doctor`
+// (which reads the state directory itself) goes through the public client
+// package.
 package cli
 
 import (
