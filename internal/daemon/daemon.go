@@ -408,7 +408,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.live = &liveLogs{dir: filepath.Join(d.state, ExecutionsDir)}
 	servers, err := management.NewServers(management.Parts{
 		LiveLogs: d.live,
-		Store: d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
+		Store:    d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,

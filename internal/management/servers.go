@@ -85,7 +85,7 @@ func NewServers(p Parts) (*Servers, error) {
 	}
 	resources, err := NewResources(ResourcesOptions{
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
-		Sources: p.Sources,
+		Sources:  p.Sources,
 		LiveLogs: p.LiveLogs,
 	})
 	if err != nil {
