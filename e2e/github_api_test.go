@@ -329,3 +329,40 @@ func TestGitHubExtensionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The offline config check knows the GitHub playbooks and what they use: a
+// binding on the author's playbook granted @github.author draws no
+// warning; one on the reviewer's playbook granted only @github.reader is
+// warned that the playbook uses operations it is not granted.
+func TestGitHubPlaybooksThroughConfigCheck(t *testing.T) {
+	e := newEnv(t)
+	binding := func(playbook string, ops ...string) map[string]any {
+		return map[string]any{"executor": "shell", "config": map[string]any{"command": []string{"true"}}, "operations": ops, "playbook": playbook}
+	}
+	cfg := map[string]any{
+		"version": 1,
+		"scopes": map[string]any{"ops": map[string]any{
+			"authorization": map[string]any{"operations": []string{"@github.author", "@github.reviewer"}},
+			"bindings": map[string]any{
+				"author":   binding("github-author", "@github.author"),
+				"reviewer": binding("github-reviewer", "@github.reader", "declare_outcome"),
+			},
+		}},
+		"extensions": map[string]any{"github": map[string]any{"config": map[string]any{"repositories": map[string]any{ghRepo: map[string]any{"scope": "ops"}}}}},
+	}
+	b, _ := json.Marshal(cfg)
+	file := writeFile(t, filepath.Join(e.root, "playbooks.json"), b)
+	var checked struct {
+		Valid    bool `json:"valid"`
+		Warnings []struct {
+			Pointer string `json:"pointer"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"warnings"`
+	}
+	e.cliJSON(&checked, "config", "check", file)
+	if !checked.Valid || len(checked.Warnings) != 1 || checked.Warnings[0].Code != "playbook_not_granted" ||
+		!strings.Contains(checked.Warnings[0].Pointer, "/bindings/reviewer") || !strings.Contains(checked.Warnings[0].Message, "github.pr.review") {
+		t.Fatalf("config check: %+v", checked)
+	}
+}
