@@ -20,7 +20,9 @@ type Ingress interface {
 	// Serve runs the ingress with its registration's config of the active
 	// generation (what CheckConfig accepted; {} when the entry has none)
 	// until ctx ends. An ingress its config leaves off returns nil at
-	// once. Any other return before ctx ends is logged by the host (its
+	// once (or, holding something else of its registration that lives
+	// with the run, such as credentials resolved through host, when ctx
+	// ends). Any other return before ctx ends is logged by the host (its
 	// Go type only) and the ingress is not run again until the next
 	// apply that changes its config.
 	Serve(ctx context.Context, config json.RawMessage, host IngressHost) error

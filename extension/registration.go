@@ -57,7 +57,7 @@ type Registration struct {
 }
 
 // Operation is one operation an extension adds to the toolbelt. Exactly one
-// of Handler and Emit serves it.
+// of Handler, Emit and Wait serves it.
 type Operation struct {
 	// Name is <registration>.<suffix>.
 	Name string
@@ -86,6 +86,11 @@ type Operation struct {
 	// Emit translates the input into one Event that the host accepts like
 	// the emit builtin, under the same fence, replay and causal checks.
 	Emit Translator
+	// Wait translates the input into a wait that the host declares like
+	// the wait builtin, under the same fence and replay checks, owned by
+	// the operation's registration: authority is released and the
+	// segment waits for the plan's Events or its timeout.
+	Wait WaitTranslator
 }
 
 // CapabilityGitCredential is the capability of an operation that answers
@@ -109,6 +114,13 @@ type Handler func(ctx context.Context, auth Authority, input json.RawMessage) (j
 // Translator turns an operation's input into an Emission. It runs outside
 // storage and must not have effects of its own.
 type Translator func(ctx context.Context, auth Authority, input json.RawMessage) (Emission, error)
+
+// WaitTranslator turns an operation's input into the wait the caller
+// declares: the plan's Types and Keys (correlation keys of Events, such as
+// those an ingress accepts) and its Timeout, with Output answered beside
+// the declared wait (its Reason is unused). It runs outside storage and
+// must not have effects of its own.
+type WaitTranslator func(ctx context.Context, auth Authority, input json.RawMessage) (WaitPlan, error)
 
 // Emission is an Event an operation asks the host to accept for the
 // calling execution. The host assigns its source, Work, execution and

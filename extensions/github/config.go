@@ -3,6 +3,7 @@ package github
 import (
 	"encoding/json"
 	"net"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -30,6 +31,31 @@ type Config struct {
 	// Installations maps a GitHub App installation id to the scope of
 	// the deliveries of its repositories that Repositories does not name.
 	Installations map[string]Claim `json:"installations,omitempty"`
+	// API is how the operations reach GitHub's REST API; absent: every
+	// operation is refused with github_not_configured.
+	API *APIConfig `json:"api,omitempty"`
+}
+
+// APIConfig is GitHub's REST API and the credential the operations call
+// it with: exactly one of App and Token. Every credential is named among
+// the configuration's top-level secrets, never given here.
+type APIConfig struct {
+	// URL is the API's base URL: "" for github.com, https://HOST/api/v3/
+	// for GitHub Enterprise Server (http only for a loopback host).
+	URL string `json:"url,omitempty"`
+	// App authenticates as a GitHub App.
+	App *AppConfig `json:"app,omitempty"`
+	// Token names a secret holding a token (a personal access token or
+	// any token GitHub accepts).
+	Token string `json:"token,omitempty"`
+}
+
+// AppConfig names the secrets of a GitHub App.
+type AppConfig struct {
+	// ID names the secret holding the App's numeric id.
+	ID string `json:"id"`
+	// PrivateKey names the secret holding the App's private key (PEM).
+	PrivateKey string `json:"private_key"`
 }
 
 // IngressConfig configures the webhook listener.
@@ -88,6 +114,9 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 			add("/ingress/secret", inproc.CodeInvalidValue, "a secret name is a lower-case letter followed by up to 62 lower-case letters, digits or '-'")
 		}
 	}
+	if a := c.API; a != nil {
+		checkAPI(a, add)
+	}
 	seen := map[string]bool{}
 	for _, full := range sortedKeys(c.Repositories) {
 		ptr := "/repositories/" + escape(full)
@@ -112,6 +141,51 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 		return Config{}, &extension.ConfigError{Problems: ps}
 	}
 	return c, nil
+}
+
+func checkAPI(a *APIConfig, add func(ptr, code, remedy string)) {
+	if a.URL != "" && !apiURL(a.URL) {
+		add("/api/url", inproc.CodeInvalidValue, "give GitHub's API base URL: https://HOST/api/v3/ for GitHub Enterprise Server, or leave it out for github.com (http only for a loopback host); no credentials, query or fragment")
+	}
+	switch {
+	case a.App == nil && a.Token == "":
+		add("/api", inproc.CodeMissingField, "give app (a GitHub App's id and private key) or token: each names a secret among the top-level secrets")
+	case a.App != nil && a.Token != "":
+		add("/api", inproc.CodeInvalidValue, "give one credential, app or token, not both")
+	}
+	secret := func(ptr, name string) {
+		switch {
+		case name == "":
+			add(ptr, inproc.CodeMissingField, "name the secret among the top-level secrets")
+		case !nameRule.MatchString(name):
+			add(ptr, inproc.CodeInvalidValue, "a secret name is a lower-case letter followed by up to 62 lower-case letters, digits or '-'")
+		}
+	}
+	if a.App != nil {
+		secret("/api/app/id", a.App.ID)
+		secret("/api/app/private_key", a.App.PrivateKey)
+	}
+	if a.Token != "" {
+		secret("/api/token", a.Token)
+	}
+}
+
+// apiURL reports whether s is an acceptable API base URL: absolute https
+// (or http to a loopback host), without credentials, query or fragment.
+func apiURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	return false
 }
 
 func checkClaim(cl Claim, ptr string, add func(ptr, code, remedy string)) {
@@ -167,6 +241,15 @@ func inspect(c Config) extension.ConfigReport {
 				Remedy: "the GitHub ingress listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs the webhook signature); prefer 127.0.0.1 behind a reverse proxy or tunnel"})
 		}
 	}
+	if a := c.API; a != nil {
+		if a.App != nil {
+			rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: "/api/app/id", Name: a.App.ID},
+				extension.ConfigReference{Pointer: "/api/app/private_key", Name: a.App.PrivateKey})
+		}
+		if a.Token != "" {
+			rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: "/api/token", Name: a.Token})
+		}
+	}
 	for _, full := range sortedKeys(c.Repositories) {
 		rep.Scopes = append(rep.Scopes, extension.ConfigReference{Pointer: "/repositories/" + escape(full) + "/scope", Name: c.Repositories[full].Scope})
 	}
@@ -179,13 +262,15 @@ func inspect(c Config) extension.ConfigReport {
 // claims is a parsed config's lookup of the scope of a delivery.
 type claims struct {
 	repos map[string]string // lower-case owner/repo -> scope
+	names map[string]string // lower-case owner/repo -> as configured
 	insts map[string]string
 }
 
 func claimsOf(c Config) claims {
-	cl := claims{repos: map[string]string{}, insts: map[string]string{}}
+	cl := claims{repos: map[string]string{}, names: map[string]string{}, insts: map[string]string{}}
 	for k, v := range c.Repositories {
 		cl.repos[strings.ToLower(k)] = v.Scope
+		cl.names[strings.ToLower(k)] = k
 	}
 	for k, v := range c.Installations {
 		cl.insts[k] = v.Scope
@@ -223,4 +308,31 @@ func (cl claims) admits(scope string) bool {
 		}
 	}
 	return false
+}
+
+// repoIn reports whether scope claims repo (owner/repo, any case) by name,
+// and answers its name as configured (as GitHub spells it, which is how
+// the ingress's correlation keys spell it).
+func (cl claims) repoIn(scope, repo string) (string, bool) {
+	low := strings.ToLower(repo)
+	if s, ok := cl.repos[low]; ok && s == scope {
+		return cl.names[low], true
+	}
+	return "", false
+}
+
+// onlyRepo answers the one repository scope claims by name, if it claims
+// exactly one.
+func (cl claims) onlyRepo(scope string) (string, bool) {
+	found := ""
+	for low, s := range cl.repos {
+		if s != scope {
+			continue
+		}
+		if found != "" {
+			return "", false
+		}
+		found = low
+	}
+	return found, found != ""
 }

@@ -3,6 +3,8 @@ package github
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extension/inproc"
@@ -20,6 +22,15 @@ const Source = "github.webhook"
 type Extension struct {
 	// Limits bound its ingress (zero: the defaults).
 	Limits Options
+	// Now is the clock its API credentials and rate limits read. Without
+	// it the operations are registered for their names only and every
+	// GitHub call is refused with github_not_configured.
+	Now func() time.Time
+	// HTTPClient sends the requests to GitHub (nil: a client with
+	// ghapi.DefaultTimeout).
+	HTTPClient *http.Client
+
+	live live
 }
 
 // Registration is the extension's registration.
@@ -35,7 +46,20 @@ var (
 	_ inproc.ConfigInspector = (*Extension)(nil)
 	_ inproc.Ingresser       = (*Extension)(nil)
 	_ inproc.OptIn           = (*Extension)(nil)
+	_ inproc.Operator        = (*Extension)(nil)
+	_ inproc.Toolsetter      = (*Extension)(nil)
+	_ inproc.Playbooker      = (*Extension)(nil)
 )
+
+// Operations are the ghapi operations (served with the credentials its
+// config names), the translated waits and the translated emission.
+func (e *Extension) Operations() []extension.Operation {
+	ops := e.apiOperations()
+	for _, w := range waitKinds {
+		ops = append(ops, waitOperation(w.op, w.summary, w.what, w.types))
+	}
+	return append(ops, reportOperation())
+}
 
 func (*Extension) Name() string { return Name }
 
@@ -57,25 +81,36 @@ func (*Extension) InspectConfig(raw json.RawMessage) extension.ConfigReport {
 	return inspect(c)
 }
 
-// Ingress is its webhook ingress.
-func (e *Extension) Ingress() extension.Ingress { return ingress{limits: e.Limits} }
+// Ingress is its webhook ingress, which also holds, while the daemon runs
+// it, the host the operations resolve their credentials through.
+func (e *Extension) Ingress() extension.Ingress { return ingress{ext: e} }
 
-type ingress struct{ limits Options }
+type ingress struct{ ext *Extension }
 
 // Source is github.webhook.
 func (ingress) Source() string { return Source }
 
 // Serve runs the webhook listener while ctx lasts, when the config turns
-// it on.
+// it on. With an api config it also lends the operations host, through
+// which they resolve the credentials it names, until ctx ends (so with the
+// listener off it returns only then): the credentials live as long as
+// this run of the config, in memory only.
 func (i ingress) Serve(ctx context.Context, raw json.RawMessage, host extension.IngressHost) error {
 	c, err := parseConfig(raw)
 	if err != nil {
 		return err
 	}
+	if c.API != nil {
+		run := i.ext.live.attach(host, c.API)
+		defer i.ext.live.detach(run)
+	}
 	if c.Ingress == nil || !c.Ingress.Enabled {
+		if c.API != nil {
+			<-ctx.Done()
+		}
 		return nil
 	}
-	return serve(ctx, c, host, i.limits)
+	return serve(ctx, c, host, i.ext.Limits)
 }
 
 // AdmitsTrace admits a route trace of source github.webhook in a scope the config

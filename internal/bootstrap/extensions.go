@@ -19,6 +19,9 @@ type Ports struct {
 	// Human keeps the human extension's approvals and resolves its
 	// operations lists (zero: registered for its names only).
 	Human human.Options
+	// GitHub is the GitHub extension with its clock (nil: registered for
+	// its names only; its GitHub calls are refused).
+	GitHub *github.Extension
 }
 
 // Extensions returns the extensions this release bundles, reading through
@@ -28,5 +31,5 @@ type Ports struct {
 // and a test holds every bundled toolset to the members it had
 // (testdata/toolsets.json).
 func Extensions(ports Ports) []extension.Registration {
-	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human), github.Registration(nil)}
+	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human), github.Registration(ports.GitHub)}
 }

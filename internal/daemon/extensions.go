@@ -1,13 +1,13 @@
 package daemon
 
 import (
-	"fmt"
-
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extensions/github"
 	"github.com/open-conduit/open-conduit/extensions/human"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
@@ -56,7 +56,7 @@ func (d *Daemon) registerRelease() error {
 	ports := bootstrap.Ports{Introspection: &introspectport.Port{
 		Store: d.store,
 		Reads: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
-	}}
+	}, GitHub: &github.Extension{Now: d.clock.Now}}
 	// The kernel runtime the human port routes its Events with exists
 	// once the configuration is restored; it is set then (d.human).
 	d.human = &humanport.Port{Store: d.store, IDs: d.ids}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 )
@@ -27,9 +29,16 @@ func writeFile(t *testing.T, path, text string) {
 }
 
 // skills lists the playbooks written under <state>/playbooks/skills, and
-// checks each is <name>/SKILL.md, owner-only, holding want[name].
+// checks each is <name>/SKILL.md, owner-only, holding want[name]; the
+// playbooks of the extensions the release bundles are always among them.
 func skills(t *testing.T, state string, want map[string]string) {
 	t.Helper()
+	want = maps.Clone(want)
+	for _, reg := range bootstrap.Extensions(bootstrap.Ports{}) {
+		for _, pb := range reg.Playbooks {
+			want[pb.Name] = pb.Markdown
+		}
+	}
 	dir := filepath.Join(state, PlaybooksDir, SkillsDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {

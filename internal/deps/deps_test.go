@@ -90,7 +90,7 @@ var rules = map[string][]string{
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
-	"internal/daemon": {"internal/buildinfo", "extension", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/metrics", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
@@ -105,7 +105,7 @@ var rules = map[string][]string{
 	// reading through a port of their own that the daemon adapts.
 	"extensions/introspection": {"api", "extension", "extension/inproc"},
 	"extensions/human":         {"extension", "extension/inproc"},
-	"extensions/github":        {"extension", "extension/inproc"},
+	"extensions/github":        {"extension", "extension/inproc", "extensions/github/ghapi"},
 	// The GitHub extension's REST side: credentials and operations, which
 	// the extension registers.
 	"extensions/github/ghapi": {"api", "extension"},
@@ -128,6 +128,9 @@ var rules = map[string][]string{
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
 	"internal/wire/wiretest":       {},
+	// A fake GitHub (its API and git over smart HTTP) for the GitHub
+	// extension's tests and the end-to-end suite.
+	"extensions/github/ghtest": {},
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},

@@ -468,8 +468,8 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 //  2. claim: in one transaction, the lease guard, the replay lookup and
 //     the claim of the request ID (claimAction says which);
 //  3. the gates (runGates), which refuse or park (park) the call;
-//  4. translate: a translated operation is emitted in its own guarded
-//     transaction (runInTx), or
+//  4. translate: a translated operation is emitted, or its wait declared
+//     (translateWait), in its own guarded transaction (runInTx), or
 //  5. handle: the handler runs outside storage, and
 //  6. record: its result finishes the claim and the call is recorded.
 //
@@ -519,6 +519,9 @@ func (tb *Toolbelt) runExtension(ctx context.Context, c *callLog, call *toolCall
 	auth.Config = tb.host.configOf(r.reg)
 	if r.op.Emit != nil {
 		return tb.translate(ctx, c, call, r.op.Emit, auth)
+	}
+	if r.op.Wait != nil {
+		return tb.translateWait(ctx, c, call, r.reg, r.op.Wait, auth)
 	}
 	result, oe, err := handle(ctx, r.op.Handler, call, auth)
 	if err != nil {
@@ -684,6 +687,38 @@ func (tb *Toolbelt) translate(ctx context.Context, c *callLog, call *toolCall, t
 	})
 }
 
+// translateWait runs a translated wait: its translator outside storage,
+// then, in a guarded transaction with its request record and call record
+// (runInTx), the declaration of its plan as a wait owned by the
+// operation's registration, exactly as the wait builtin declares one:
+// authority is released and the scheduler registers the wait when the
+// segment ends. A translator's refusal is its own verdict; any other
+// failure is an extensionFailure naming its type.
+func (tb *Toolbelt) translateWait(ctx context.Context, c *callLog, call *toolCall, owner string, tr extension.WaitTranslator, auth extension.Authority) (json.RawMessage, bool, error) {
+	plan, err := safeTranslateWait(ctx, tr, auth, call.input)
+	if err != nil {
+		var oe *extension.OperationError
+		if errors.As(err, &oe) {
+			return nil, false, oe
+		}
+		return nil, false, &extensionFailure{op: call.op, part: "wait translator", typ: failureType(err)}
+	}
+	output := plan.Output
+	if len(output) == 0 {
+		output = json.RawMessage(`{}`)
+	}
+	if _, _, err := canonicalInput(output); err != nil {
+		return nil, false, fmt.Errorf("toolbelt: the wait translator of operation %s answered an output that is not a JSON object", call.op)
+	}
+	return tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
+		spec := kernel.WaitSpec{Types: plan.Types, Keys: plan.Keys, Timeout: plan.Timeout, Registration: owner}
+		if err := tb.rt.Declare(ctx, tx, s.exe.ID, call.tok.Epoch, kernel.Declaration{Wait: &spec}); err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"declared": "wait", "wait": waitView(spec), "output": output})
+	})
+}
+
 // handle runs a handler outside storage. It returns the handler's result
 // compacted, or its verdict (an *extension.OperationError, which is
 // recorded like a result), or an error when the handler failed without a
@@ -783,6 +818,15 @@ func safeTranslate(ctx context.Context, tr extension.Translator, auth extension.
 	defer func() {
 		if p := recover(); p != nil {
 			em, err = extension.Emission{}, &extensionPanic{value: p}
+		}
+	}()
+	return tr(ctx, auth, input)
+}
+
+func safeTranslateWait(ctx context.Context, tr extension.WaitTranslator, auth extension.Authority, input json.RawMessage) (plan extension.WaitPlan, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			plan, err = extension.WaitPlan{}, &extensionPanic{value: p}
 		}
 	}()
 	return tr(ctx, auth, input)

@@ -197,13 +197,24 @@ func New(opts Options) (*Toolbelt, error) {
 // registers nothing.
 func (tb *Toolbelt) Register(reg extension.Registration) error { return tb.host.Register(reg) }
 
+// servers counts what serves op: its Handler, Emit and Wait.
+func servers(op extension.Operation) int {
+	n := 0
+	for _, set := range []bool{op.Handler != nil, op.Emit != nil, op.Wait != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
 func checkOperation(op extension.Operation) error {
 	switch {
 	case op.Summary == "":
 		return errors.New("it has no summary; give one sentence saying what it does")
-	case (op.Handler == nil) == (op.Emit == nil):
-		return errors.New("give it exactly one of a Handler and an Emit translator")
-	case op.Emit != nil && op.IsSensitive():
+	case servers(op) != 1:
+		return errors.New("give it exactly one of a Handler, an Emit translator and a Wait translator")
+	case op.Handler == nil && op.IsSensitive():
 		return errors.New("a sensitive operation (Sensitive, or serving git.credential) needs a Handler: a translated emission's input becomes a stored Event")
 	}
 	if err := checkInputSchema(op.InputSchema); err != nil {
