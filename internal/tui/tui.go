@@ -580,7 +580,11 @@ func cancelExecution(c *client.Client, id string) *pending {
 		if res.Execution != nil {
 			state = res.Execution.State
 		}
-		return fmt.Sprintf("Cancelled execution %s: it is %s; Work %s is %s until a retry%s.", id, state, res.Work.ID, res.Work.State, existing(res.Existing)), nil
+		work := "is " + res.Work.State
+		if res.Work.BlockedReason != "" {
+			work = "is held (" + res.Work.BlockedReason + ") until a retry"
+		}
+		return fmt.Sprintf("Cancelled execution %s: it is %s; Work %s %s%s.", id, state, res.Work.ID, work, existing(res.Existing)), nil
 	}}
 }
 

@@ -365,7 +365,7 @@ func TestWorkExecutionsLogAndControls(t *testing.T) {
 	// y cancels it, and the status line says so; the stream ends with
 	// the attempt.
 	d.press("c", "y")
-	d.shows("Cancelled execution " + exe + ": it is stopping; Work " + work)
+	d.shows("Cancelled execution " + exe + ": it is stopping; Work " + work + " is held (operator_cancelled) until a retry.")
 	d.shows("the attempt ended")
 
 	// Back in the Work list the Work is held until a retry; r retries.
@@ -465,4 +465,27 @@ func TestApprovalsWaitsEventsAndHelp(t *testing.T) {
 	// An action that does not apply is said so.
 	d.press("r")
 	d.shows("That action does not apply here")
+}
+
+// A view operator sees the same screens; its actions are refused, and the
+// status line shows the refusal's code and message, never its token.
+func TestAViewOperatorsActionIsRefusedOnTheStatusLine(t *testing.T) {
+	w := startDaemon(t)
+	work := w.create("job")
+	issued, err := w.c.AddOperator(context.Background(), "viewer", "view")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := drive(t, client.New(w.c.Socket(), client.StaticToken(issued.Token)))
+	d.until("Work "+work+" running", rowShows(work, "running"))
+	d.press("c")
+	d.shows("Cancel Work " + work)
+	d.press("y")
+	v := d.shows("Refused: forbidden_role: ")
+	if strings.Contains(v, issued.Token) {
+		t.Fatalf("the screen shows the operator's token:\n%s", v)
+	}
+	if wk, err := w.c.GetWork(context.Background(), work, nil); err != nil || wk.State != "running" {
+		t.Fatalf("after the refused cancel the Work is %+v, %v", wk, err)
+	}
 }
