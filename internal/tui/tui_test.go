@@ -15,6 +15,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/open-conduit/open-conduit/client"
@@ -45,7 +46,9 @@ func TestMain(m *testing.M) {
 		}
 		syscall.Exit(code)
 	}
-	os.Exit(m.Run())
+	// No test may leave a goroutine running: the log streams and the
+	// commands the driver ran end with the test.
+	goleak.VerifyTestMain(m)
 }
 
 // world is a running daemon on a fresh state directory.
@@ -378,6 +381,12 @@ func TestWorkExecutionsLogAndControls(t *testing.T) {
 	d.press("y")
 	d.shows("Retried Work " + work + ": it is")
 	d.until("Work "+work+" running again", rowShows(work, "running"))
+
+	// l follows the Work's log across its attempts.
+	d.press("l")
+	d.shows("log of Work "+work, "line one", "following the log")
+	d.press("esc")
+	d.until("the Work list again", rowShows(work, "running"))
 
 	// A refusal shows the API's code and message: a running Work cannot
 	// be retried.
