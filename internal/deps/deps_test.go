@@ -114,13 +114,17 @@ var rules = map[string][]string{
 	"client":   {"api", "internal/unixhttp"},
 	"osclient": {"api", "internal/unixhttp"},
 
+	// The terminal UI: a client of the management socket like any other,
+	// over the public client and its wire types only.
+	"internal/tui": {"api", "client"},
+
 	// Programs. The doctor's checks read the state directory as the
 	// daemon lays it out and ask the daemon through client.
 	"internal/doctor":  {"api", "client", "internal/config", "internal/configsvc", "internal/daemon", "internal/runs", "internal/statedir"},
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
 	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon", "internal/doctor",
-		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
+		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir", "internal/tui"},
 	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
@@ -162,6 +166,7 @@ var forbidden = map[string][]string{
 	"internal/configsvc":   {"net/http", "database/sql"},
 	"client":               {"database/sql"},
 	"osclient":             {"database/sql"},
+	"internal/tui":         {"database/sql", "net/http"},
 }
 
 func TestDependencyRules(t *testing.T) {
