@@ -71,7 +71,7 @@ type listProblem struct {
 }
 
 const (
-	remedyEntry           = "an entry is an operation name (emit, github.pr.create), a toolset (@github.author), or either denied with a leading ! (!github.pr.edit)"
+	remedyEntry           = "an entry is an operation name (emit, github.pr.create), a toolset (@github.author), or either denied with a leading ! (!github.pr.merge)"
 	remedyUnknownOp       = "no registered operation has this name: correct it, or register the extension that provides it"
 	remedyUnknownToolset  = "no registered toolset has this name: correct it, or register the extension that publishes it"
 	remedyOperationDenied = "the ceiling denies this operation with !: remove it here, or lift the denial in the scope (or parent scope) that denies it"
