@@ -56,13 +56,15 @@ var rules = map[string][]string{
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
 	"internal/executor/proc":  {"internal/atomicfile"},
-	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc"},
+	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc", "internal/executor/sandbox"},
+	// sandbox builds bwrap's command line and is the sandbox's init.
+	"internal/executor/sandbox": {"internal/executor"},
 
 	// The agent executors: agent holds their shared, process-free parts.
-	"internal/executor/agent": {"extension", "internal/executor"},
+	"internal/executor/agent": {"extension", "internal/executor", "internal/executor/sandbox"},
 	// agentrun runs them under proc's supervision; claudecode and codex
 	// are its drivers.
-	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc"},
+	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc", "internal/executor/sandbox"},
 	"internal/executor/claudecode": {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 	"internal/executor/codex":      {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 
@@ -115,7 +117,7 @@ var rules = map[string][]string{
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
 	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon",
-		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
+		"internal/executor/sandbox", "internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir"},
 	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
