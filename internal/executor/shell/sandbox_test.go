@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
@@ -60,14 +63,14 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	}
 }
 
-// TestSandboxedCommand runs a real command under real bwrap in a
-// state-directory-like layout and checks, from inside, what it can see,
-// write and reach.
-func TestSandboxedCommand(t *testing.T) {
-	needBwrap(t)
-	b := setup(t)
-	state := t.TempDir()
-	for _, d := range []string{"bin", "playbooks", "executions/exe1", "runs/mine/token", "runs/other/token"} {
+// sandboxState lays out a state directory as the daemon does: the os
+// binary (this test binary), a management socket, an operator token, the
+// execution's run directory with its token, toolbelt socket and an egress
+// socket the test serves, and another execution's run directory.
+func sandboxState(t *testing.T) (state string, ctx executor.ExecutionContext) {
+	t.Helper()
+	state = t.TempDir()
+	for _, d := range []string{"bin", "playbooks", "executions/exe1/work", "runs/mine/token", "runs/other/token"} {
 		if err := os.MkdirAll(filepath.Join(state, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -79,17 +82,41 @@ func TestSandboxedCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mgmt, err := net.Listen("unix", filepath.Join(state, "management.sock"))
-	if err != nil {
-		t.Fatal(err)
+	for _, sock := range []string{"management.sock", "runs/mine/toolbelt.sock"} {
+		ln, err := net.Listen("unix", filepath.Join(state, sock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
 	}
-	defer mgmt.Close()
-	tb, err := net.Listen("unix", filepath.Join(state, "runs/mine/toolbelt.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
 	serveUnix(t, filepath.Join(state, "runs/mine/egress.sock"))
+	return state, executor.ExecutionContext{
+		ToolbeltDir: filepath.Join(state, "bin"), PlaybookDir: filepath.Join(state, "playbooks"),
+		ToolbeltEndpoint:  filepath.Join(state, "runs/mine/toolbelt.sock"),
+		ToolbeltTokenFile: filepath.Join(state, "runs/mine/token/token"),
+	}
+}
+
+func sandboxedRequest(t *testing.T, state string, ctx executor.ExecutionContext, script string, env map[string]string) executor.RunRequest {
+	t.Helper()
+	raw, _ := json.Marshal(map[string]any{
+		"command": []string{"sh", "-c", script},
+		"env":     env,
+		"sandbox": map[string]bool{"enabled": true},
+	})
+	return executor.RunRequest{
+		ExecutionID: "exe1", WorkID: "wrk1", ScopeID: "setup", BindingID: "shell", Epoch: 1,
+		Config: raw, Dir: filepath.Join(state, "executions/exe1"), Context: ctx,
+	}
+}
+
+// TestSandboxedCommand runs a real command under real bwrap in a
+// state-directory-like layout and checks, from inside, what it can see,
+// write and reach.
+func TestSandboxedCommand(t *testing.T) {
+	needBwrap(t)
+	b := setup(t)
+	state, ctx := sandboxState(t)
 	host, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,20 +136,7 @@ func TestSandboxedCommand(t *testing.T) {
 		`/run/open-conduit/init dial "$HOSTADDR"`,
 		`echo done`,
 	}, "\n")
-	raw, _ := json.Marshal(map[string]any{
-		"command": []string{"sh", "-c", script},
-		"env":     map[string]string{"STATE": state, "HOSTADDR": host.Addr().String()},
-		"sandbox": map[string]bool{"enabled": true},
-	})
-	req := executor.RunRequest{
-		ExecutionID: "exe1", WorkID: "wrk1", ScopeID: "setup", BindingID: "shell", Epoch: 1,
-		Config: raw, Dir: filepath.Join(state, "executions/exe1"),
-		Context: executor.ExecutionContext{
-			ToolbeltDir: filepath.Join(state, "bin"), PlaybookDir: filepath.Join(state, "playbooks"),
-			ToolbeltEndpoint:  filepath.Join(state, "runs/mine/toolbelt.sock"),
-			ToolbeltTokenFile: filepath.Join(state, "runs/mine/token/token"),
-		},
-	}
+	req := sandboxedRequest(t, state, ctx, script, map[string]string{"STATE": state, "HOSTADDR": host.Addr().String()})
 	res, err := await(t, start(func() (executor.Result, error) { return b.exec.Run(t.Context(), req) }))
 	if err != nil {
 		t.Fatal(err)
@@ -169,5 +183,42 @@ func TestSandboxUnavailable(t *testing.T) {
 	}
 	if err := b.exec.Preflight(json.RawMessage(`{"command": ["true"]}`)); err != nil {
 		t.Errorf("preflight of an unsandboxed binding = %v", err)
+	}
+}
+
+// TestSandboxedStopGivesTheGrace: the polite stop reaches the command
+// inside the sandbox (once, through sandbox-init), which can end on its
+// own within the grace; bwrap does not die of it first.
+func TestSandboxedStopGivesTheGrace(t *testing.T) {
+	needBwrap(t)
+	b := setup(t)
+	state, ctx := sandboxState(t)
+	req := sandboxedRequest(t, state, ctx, `trap 'echo termed >> terms; exit 7' TERM; echo up > ready; sleep 1000 & wait`, map[string]string{})
+	ready := filepath.Join(req.Dir, "work", "ready")
+	if err := unix.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := start(func() (executor.Result, error) { return b.exec.Run(t.Context(), req) })
+	readFifo(t, ready)
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.exec.Stop(t.Context(), req, 5*time.Second) }()
+	b.timers.next(t) // the grace, never fired
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(guard):
+		t.Fatal("Stop never returned: the command did not end within its grace")
+	}
+	res, err := await(t, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != executor.Cancelled || !strings.Contains(res.Message, "exited with status 7") {
+		t.Errorf("Run = %+v, want cancelled after the command's own exit 7", res)
+	}
+	if got, _ := os.ReadFile(filepath.Join(req.Dir, "work", "terms")); string(got) != "termed\n" {
+		t.Errorf("the command saw SIGTERM %q times, want once", got)
 	}
 }
