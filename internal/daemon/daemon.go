@@ -27,6 +27,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
 	"github.com/open-conduit/open-conduit/internal/executor/claudecode"
 	"github.com/open-conduit/open-conduit/internal/executor/codex"
+	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -450,11 +451,18 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("cannot create %s: %w", filepath.Join(d.state, dir), err)
 		}
 	}
-	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable, Clock: d.clock})
+	// One bwrap check for every executor; the daemon says at start when
+	// sandboxed bindings cannot run (they are then held, never run
+	// unsandboxed).
+	box := &sandbox.Runtime{}
+	if _, err := box.Check(); err != nil {
+		d.log.Warn("sandboxed executions cannot run: their Work is held as sandbox_unavailable until bubblewrap works", "package", sandbox.Package, "detail", err.Error())
+	}
+	sh, err := shell.New(shell.Options{Supervisor: d.opts.Executable, Clock: d.clock, Sandbox: box})
 	if err != nil {
 		return err
 	}
-	agentOpts := agentrun.Options{Supervisor: d.opts.Executable, Clock: d.clock, Workspaces: filepath.Join(d.state, WorkspacesDir)}
+	agentOpts := agentrun.Options{Supervisor: d.opts.Executable, Clock: d.clock, Workspaces: filepath.Join(d.state, WorkspacesDir), Sandbox: box}
 	cc, err := claudecode.New(agentOpts)
 	if err != nil {
 		return err

@@ -56,13 +56,15 @@ var rules = map[string][]string{
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
 	"internal/executor/proc":  {"internal/atomicfile"},
-	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc"},
+	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc", "internal/executor/sandbox"},
+	// sandbox builds bwrap's command line and is the sandbox's init.
+	"internal/executor/sandbox": {"internal/executor"},
 
 	// The agent executors: agent holds their shared, process-free parts.
-	"internal/executor/agent": {"extension", "internal/executor"},
+	"internal/executor/agent": {"extension", "internal/executor", "internal/executor/sandbox"},
 	// agentrun runs them under proc's supervision; claudecode and codex
 	// are its drivers.
-	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc"},
+	"internal/executor/agentrun":   {"extension", "internal/clock", "internal/executor", "internal/executor/agent", "internal/executor/proc", "internal/executor/sandbox"},
 	"internal/executor/claudecode": {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 	"internal/executor/codex":      {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 
@@ -91,7 +93,7 @@ var rules = map[string][]string{
 	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
-		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell", "internal/ids", "internal/kernel",
+		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/sandbox", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/metrics", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
 	// The daemon's adapter of storage to the introspection extension's

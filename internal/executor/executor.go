@@ -208,3 +208,28 @@ type Executor interface {
 	// grace. It returns once the segment's processes are gone.
 	Stop(ctx context.Context, req RunRequest, grace time.Duration) error
 }
+
+// UnavailableError says this daemon cannot run a segment the way its
+// binding requires (a sandbox bwrap cannot create, for example). Nothing
+// was started. The scheduler holds the Work with Reason and Detail instead
+// of failing the attempt on something the operator has to fix on the
+// machine. Detail is safe to show: it names what to install or fix, never
+// a configured value.
+type UnavailableError struct {
+	Reason string
+	Detail string
+}
+
+func (e *UnavailableError) Error() string { return e.Detail }
+
+// ReasonSandboxUnavailable is the Reason of a binding that asks for a
+// sandbox this daemon cannot create.
+const ReasonSandboxUnavailable = "sandbox_unavailable"
+
+// Preflighter is implemented by an executor that can tell, from a
+// binding's config, that it cannot run a segment on this machine before
+// anything is launched; the scheduler asks it before it issues a token.
+// Its error is an *UnavailableError, or nil.
+type Preflighter interface {
+	Preflight(config json.RawMessage) error
+}

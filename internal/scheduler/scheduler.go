@@ -461,6 +461,18 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		return abort(kernel.HoldBindingUnavailable, "the Work's input Events could not be read for the attempt; check the state directory and retry the Work")
 	}
 	req.Events = events
+	// An executor that can tell it cannot run the binding here (a sandbox
+	// this machine cannot make) holds the Work before any token exists.
+	if pf, ok := ex.(executor.Preflighter); ok && kind != kindRecover {
+		if err := pf.Preflight(b.Config); err != nil {
+			reason, detail := kernel.HoldBindingUnavailable, "the executor cannot run the binding on this machine; fix it and retry the Work"
+			var ue *executor.UnavailableError
+			if errors.As(err, &ue) && ue.Reason != "" {
+				reason, detail = ue.Reason, safeMessage(ue.Detail)
+			}
+			return abort(reason, detail)
+		}
+	}
 	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
 		token, err := s.o.Toolbelt.Issue(ctx, toolbelt.TokenRequest{
 			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,

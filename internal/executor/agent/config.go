@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
 )
 
 // Spec is what one agent executor adds to the shared config rules.
@@ -80,6 +81,9 @@ type Config struct {
 	// Secrets maps each secret role to the environment variable name of
 	// the binding secret that fills it; never a value.
 	Secrets map[string]string
+	// Sandbox says whether the agent runs inside a sandbox (package
+	// sandbox); on unless the config turns it off.
+	Sandbox sandbox.Config
 	// BaseURL is the model API's base URL ("" for the vendor's own): an
 	// http or https URL without user info, query or fragment, so tests and
 	// local model endpoints can serve the agent.
@@ -116,7 +120,7 @@ type Problem = executor.ConfigProblem
 // (executor.ConfigError).
 type ConfigError = executor.ConfigError
 
-const configFields = "binary, model, base_url, playbook, prompt, tools, max_turns, timeout, workdir and secrets"
+const configFields = "binary, model, base_url, playbook, prompt, tools, max_turns, timeout, workdir, secrets and sandbox"
 
 // ParseConfig parses a binding's executor config strictly: unknown,
 // duplicate and null members are refused, as are wrong types and values
@@ -128,7 +132,7 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 		raw = json.RawMessage("{}")
 	}
 	p := &parser{ConfigWalker: executor.ConfigWalker{Executor: spec.Executor}, spec: spec}
-	cfg := Config{Binary: spec.Binary, MaxTurns: DefaultTurns, Timeout: DefaultTimeout, Secrets: map[string]string{}}
+	cfg := Config{Binary: spec.Binary, MaxTurns: DefaultTurns, Timeout: DefaultTimeout, Secrets: map[string]string{}, Sandbox: sandbox.Config{Enabled: true}}
 	for role, env := range spec.Secrets {
 		cfg.Secrets[role] = env
 	}
@@ -192,6 +196,8 @@ func ParseConfig(spec Spec, raw json.RawMessage) (Config, error) {
 			cfg.Workdir = p.workdir(ptr)
 		case "secrets":
 			p.secrets(ptr, cfg.Secrets)
+		case "sandbox":
+			cfg.Sandbox = sandbox.Parse(&p.ConfigWalker, ptr, true)
 		default:
 			p.Add(ptr, CodeUnknownField, "remove it; the "+spec.Executor+" executor knows "+configFields)
 			p.Skip()

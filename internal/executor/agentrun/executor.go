@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -17,6 +18,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agent"
 	"github.com/open-conduit/open-conduit/internal/executor/proc"
+	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
 )
 
 // Defaults of Options.
@@ -75,6 +77,9 @@ type Options struct {
 	// Path is the PATH the agent program is looked up on and the agent
 	// runs with (the daemon's, or a default, when empty).
 	Path string
+	// Sandbox finds bwrap for sandboxed bindings (the default); a Runtime
+	// that looks bwrap up on PATH when nil.
+	Sandbox *sandbox.Runtime
 }
 
 // Executor runs one agent CLI through its Driver. It is safe for
@@ -89,6 +94,7 @@ type Executor struct {
 
 var (
 	_ executor.Executor       = (*Executor)(nil)
+	_ executor.Preflighter    = (*Executor)(nil)
 	_ extension.PlaybookNamer = (*Executor)(nil)
 )
 
@@ -129,6 +135,9 @@ func New(spec agent.Spec, info executor.Info, d Driver, opts Options) (*Executor
 	}
 	if opts.Path == "" {
 		opts.Path = defaultPath
+	}
+	if opts.Sandbox == nil {
+		opts.Sandbox = &sandbox.Runtime{}
 	}
 	return &Executor{spec: spec, info: info, driver: d, opts: opts, sup: &proc.Supervisor{Program: opts.Supervisor, After: opts.After}}, nil
 }
@@ -206,6 +215,24 @@ func (e *Executor) begin(ctx context.Context, req executor.RunRequest, resume bo
 	if req.Context.ToolbeltDir == "" || req.Context.ToolbeltEndpoint == "" || req.Context.ToolbeltTokenFile == "" {
 		return executor.Result{}, e.errorf("the run request gives no toolbelt endpoint, token file or os program; the agent reaches the toolbelt only through os mcp")
 	}
+	var box *sandbox.Spec
+	if cfg.Sandbox.Enabled {
+		prog, err := e.opts.Sandbox.Check()
+		if err != nil {
+			return executor.Result{}, err
+		}
+		box = &sandbox.Spec{Program: prog, OS: filepath.Join(req.Context.ToolbeltDir, "os"),
+			Endpoint: req.Context.ToolbeltEndpoint, TokenFile: req.Context.ToolbeltTokenFile, Playbooks: req.Context.PlaybookDir,
+			Writable: []string{seg.Home, seg.Workdir}, Dir: seg.Workdir}
+		// The agent is told the paths it sees inside; its playbook is
+		// copied into its home from the host's directory first.
+		inside, err := sandboxInside(*box)
+		if err != nil {
+			return executor.Result{}, e.errorf("%w", err)
+		}
+		req.Context.ToolbeltDir, req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = inside.BinDir, inside.Endpoint, inside.TokenFile
+		seg.Request = req
+	}
 	seg.MCP = MCPServer{
 		Command: filepath.Join(req.Context.ToolbeltDir, "os"),
 		Args:    []string{"mcp"},
@@ -244,11 +271,55 @@ func (e *Executor) begin(ctx context.Context, req executor.RunRequest, resume bo
 		Argv: append([]string{program}, args...), Env: e.environment(seg, extra), Dir: seg.Workdir,
 		LogLimit: e.opts.LogLimit, Stream: streamFile, StreamLimit: e.opts.StreamLimit, Stdin: promptFile,
 	}
+	if box != nil {
+		box.Argv = l.Argv
+		if l.Argv, _, err = sandbox.Wrap(*box); err != nil {
+			return executor.Result{}, e.errorf("%w", err)
+		}
+		l.IgnoreStopSignals = true
+		l.Env = withProxy(l.Env)
+	}
 	h, err := e.sup.Start(seg.Dir, l)
 	if err != nil {
 		return executor.Result{}, e.errorf("%w", err)
 	}
 	return e.observe(ctx, req, seg.Dir, h, deadline)
+}
+
+// Preflight says, before anything is launched, that a sandboxed binding
+// cannot run on this machine (an *executor.UnavailableError).
+func (e *Executor) Preflight(config json.RawMessage) error {
+	cfg, err := agent.ParseConfig(e.spec, config)
+	if err != nil || !cfg.Sandbox.Enabled {
+		return nil
+	}
+	_, err = e.opts.Sandbox.Check()
+	return err
+}
+
+// sandboxInside is what the agent is told of the toolbelt inside the
+// sandbox s describes.
+func sandboxInside(s sandbox.Spec) (sandbox.Inside, error) {
+	s.Argv = []string{"true"}
+	_, in, err := sandbox.Wrap(s)
+	return in, err
+}
+
+// withProxy adds the proxy variables to a sandboxed agent's environment.
+func withProxy(env []string) []string {
+	set := sandbox.ProxyEnv()
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[name]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for name, v := range set {
+		out = append(out, name+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // segmentRecord is what a later daemon needs of a segment beyond proc's.

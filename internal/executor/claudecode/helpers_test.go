@@ -127,7 +127,7 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 }
 
 func (b *bundle) config() json.RawMessage {
-	return json.RawMessage(`{"binary": "` + filepath.Join(b.bin, "claude") + `", "model": "claude-sonnet-4-5", "playbook": "answer-issue",
+	return json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + filepath.Join(b.bin, "claude") + `", "model": "claude-sonnet-4-5", "playbook": "answer-issue",
 		"base_url": "http://127.0.0.1:9", "max_turns": 9,
 		"prompt": "Answer {{range .Events}}{{.Type}} #{{.Data.issue.number}}{{end}}"}`)
 }

@@ -41,7 +41,7 @@ func TestTheRealClaude(t *testing.T) {
 			agenttest.Reply("Done."),
 		},
 	})
-	cfg := `{"binary": "` + bin + `", "model": "claude-sonnet-4-5", "playbook": "answer-issue", "base_url": "` + srv.URL + `",
+	cfg := `{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "claude-sonnet-4-5", "playbook": "answer-issue", "base_url": "` + srv.URL + `",
 		"prompt": "Answer {{range .Events}}{{.Type}} #{{.Data.issue.number}}{{end}}"}`
 	req := b.request(1)
 	req.Config = json.RawMessage(cfg)

@@ -25,7 +25,7 @@ func TestTheRealAgentSeesARefusedWait(t *testing.T) {
 		Script: []agenttest.Step{agenttest.Call("mcp__os__wait", nil), agenttest.Reply("The wait was refused.")},
 	})
 	req := b.request(1)
-	req.Config = json.RawMessage(`{"binary": "` + bin + `", "model": "gpt-5-codex", "base_url": "` + srv.URL + `/v1", "prompt": "wait"}`)
+	req.Config = json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "gpt-5-codex", "base_url": "` + srv.URL + `/v1", "prompt": "wait"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := b.exec.Run(ctx, req)

@@ -94,7 +94,7 @@ func TestCodexToolsAreChecked(t *testing.T) {
 	b := setup(t)
 	b.stream(t, started, turn, completed)
 	req := b.request(1)
-	req.Config = json.RawMessage(`{"binary": "` + filepath.Join(b.bin, "codex") + `", "model": "m", "prompt": "p", "tools": ["shell", "web_search"]}`)
+	req.Config = json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + filepath.Join(b.bin, "codex") + `", "model": "m", "prompt": "p", "tools": ["shell", "web_search"]}`)
 	if res := mustRun(t, b.exec, req); res.Outcome != executor.Succeeded {
 		t.Fatalf("Run = %+v", res)
 	}
@@ -124,7 +124,7 @@ func TestTheRealCodex(t *testing.T) {
 			agenttest.Reply("Done."),
 		},
 	})
-	cfg := `{"binary": "` + bin + `", "model": "gpt-5-codex", "playbook": "answer-issue", "base_url": "` + srv.URL + `/v1",
+	cfg := `{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "gpt-5-codex", "playbook": "answer-issue", "base_url": "` + srv.URL + `/v1",
 		"prompt": "Answer {{range .Events}}{{.Type}} #{{.Data.issue.number}}{{end}}"}`
 	req := b.request(1)
 	req.Config = json.RawMessage(cfg)

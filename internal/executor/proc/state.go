@@ -49,6 +49,11 @@ type Launch struct {
 	// its stdin (so that a long or private input stays off its command
 	// line); /dev/null otherwise.
 	Stdin string `json:"stdin,omitempty"`
+	// IgnoreStopSignals starts the command with SIGTERM, SIGINT and SIGHUP
+	// ignored: a sandbox's bwrap, which would otherwise die of the polite
+	// stop and take its command down with it at once; the program inside
+	// handles them itself and gets its grace.
+	IgnoreStopSignals bool `json:"ignore_stop_signals,omitempty"`
 }
 
 // Status is how the command ended, as the supervisor saw it.

@@ -67,7 +67,7 @@ func Supervise(dir string) error {
 	return nil
 }
 
-func superviseCommand(dir string, l Launch, stopped <-chan os.Signal) Status {
+func superviseCommand(dir string, l Launch, stopped chan os.Signal) Status {
 	if l.LogLimit <= 0 {
 		l.LogLimit = DefaultLogLimit
 	}
@@ -165,10 +165,18 @@ func superviseCommand(dir string, l Launch, stopped <-chan os.Signal) Status {
 	if sw != nil {
 		out = sw
 	}
+	if l.IgnoreStopSignals {
+		// An ignored signal stays ignored across exec; the supervisor
+		// listens again at once after.
+		signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	}
 	pid, err := syscall.ForkExec(path, l.Argv, &syscall.ProcAttr{
 		Env:   l.Env,
 		Files: []uintptr{null.Fd(), out.Fd(), w.Fd()},
 	})
+	if l.IgnoreStopSignals {
+		signal.Notify(stopped, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	}
 	w.Close()
 	if sw != nil {
 		sw.Close()

@@ -11,11 +11,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
+	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
 )
 
 // Config is a shell binding's executor config:
 //
-//	{"command": ["sh", "-c", "./run.sh"], "env": {"LOG_LEVEL": "debug"}, "dir": "repo"}
+//	{"command": ["sh", "-c", "./run.sh"], "env": {"LOG_LEVEL": "debug"}, "dir": "repo",
+//	 "sandbox": {"enabled": true}}
 type Config struct {
 	// Command is the program and its arguments; the program is looked up
 	// on the command's PATH. Required, non-empty.
@@ -26,6 +28,9 @@ type Config struct {
 	// execution's work directory (<execution dir>/work), which is the
 	// default.
 	Dir string
+	// Sandbox says whether the command runs inside a sandbox (package
+	// sandbox); off unless the config says so.
+	Sandbox sandbox.Config
 }
 
 // Codes of config problems; they are the codes config validation uses.
@@ -85,8 +90,10 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 			cfg.Env = p.env(ptr)
 		case name == "dir":
 			cfg.Dir = p.dir(ptr)
+		case name == "sandbox":
+			cfg.Sandbox = sandbox.Parse(&p.ConfigWalker, ptr, false)
 		default:
-			p.Add(ptr, CodeUnknownField, "remove it; the shell executor knows command, env and dir")
+			p.Add(ptr, CodeUnknownField, "remove it; the shell executor knows command, env, dir and sandbox")
 			p.Skip()
 		}
 		seen[name] = true

@@ -2,15 +2,19 @@ package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/proc"
+	"github.com/open-conduit/open-conduit/internal/executor/sandbox"
 )
 
 // Name is the executor's name in bindings ("executor": "shell").
@@ -45,6 +49,9 @@ type Options struct {
 	// After is the timer behind deadlines and grace periods; time.After
 	// when nil. Tests pass one they fire themselves.
 	After func(time.Duration) <-chan time.Time
+	// Sandbox finds bwrap for bindings that ask for a sandbox; a Runtime
+	// that looks bwrap up on PATH when nil.
+	Sandbox *sandbox.Runtime
 }
 
 // DefaultLogLimit is how much of a command's output the log keeps unless
@@ -67,7 +74,10 @@ type Executor struct {
 	sup  *proc.Supervisor
 }
 
-var _ executor.Executor = (*Executor)(nil)
+var (
+	_ executor.Executor    = (*Executor)(nil)
+	_ executor.Preflighter = (*Executor)(nil)
+)
 
 // New returns a shell executor.
 func New(opts Options) (*Executor, error) {
@@ -85,6 +95,9 @@ func New(opts Options) (*Executor, error) {
 	}
 	if opts.After == nil {
 		opts.After = time.After
+	}
+	if opts.Sandbox == nil {
+		opts.Sandbox = &sandbox.Runtime{}
 	}
 	return &Executor{opts: opts, sup: &proc.Supervisor{Program: opts.Supervisor, After: opts.After}}, nil
 }
@@ -127,15 +140,23 @@ func (e *Executor) Run(ctx context.Context, req executor.RunRequest) (executor.R
 			Message:  deadlineText(req.Deadline) + " passed before the command started",
 		}, nil
 	}
-	env, err := environment(cfg, req)
-	if err != nil {
-		return executor.Result{}, err
-	}
 	cwd, err := workingDir(req.Dir, cfg.Dir)
 	if err != nil {
 		return executor.Result{}, err
 	}
-	h, err := e.sup.Start(req.Dir, proc.Launch{Argv: cfg.Command, Env: env, Dir: cwd, LogLimit: e.opts.LogLimit})
+	l := proc.Launch{Argv: cfg.Command, Dir: cwd, LogLimit: e.opts.LogLimit}
+	if cfg.Sandbox.Enabled {
+		if l, req, err = e.sandboxed(cfg, req, l); err != nil {
+			return executor.Result{}, err
+		}
+	}
+	if l.Env, err = environment(cfg, req); err != nil {
+		return executor.Result{}, err
+	}
+	if cfg.Sandbox.Enabled {
+		l.Env = sandboxEnv(l.Env)
+	}
+	h, err := e.sup.Start(req.Dir, l)
 	if errors.Is(err, proc.ErrAlreadyStarted) {
 		return executor.Result{}, ErrAlreadyStarted
 	}
@@ -143,6 +164,66 @@ func (e *Executor) Run(ctx context.Context, req executor.RunRequest) (executor.R
 		return executor.Result{}, fmt.Errorf("shell executor: %w", err)
 	}
 	return e.observe(ctx, req, h)
+}
+
+// Preflight says, before anything is launched, that a binding asking for
+// a sandbox cannot run on this machine (an *executor.UnavailableError).
+func (e *Executor) Preflight(config json.RawMessage) error {
+	cfg, err := ParseConfig(config)
+	if err != nil || !cfg.Sandbox.Enabled {
+		return nil
+	}
+	_, err = e.opts.Sandbox.Check()
+	return err
+}
+
+// sandboxed turns the launch of cfg into bwrap's: the work directory (or
+// the absolute dir) writable, and req's execution context as the command
+// sees it inside.
+func (e *Executor) sandboxed(cfg Config, req executor.RunRequest, l proc.Launch) (proc.Launch, executor.RunRequest, error) {
+	prog, err := e.opts.Sandbox.Check()
+	if err != nil {
+		return l, req, err
+	}
+	if req.Context.ToolbeltDir == "" {
+		return l, req, errors.New("shell executor: a sandboxed command needs the host's os binary, and the run request names no toolbelt directory")
+	}
+	writable := filepath.Join(req.Dir, workDir)
+	if filepath.IsAbs(cfg.Dir) {
+		writable = cfg.Dir
+	}
+	argv, in, err := sandbox.Wrap(sandbox.Spec{
+		Program: prog, OS: filepath.Join(req.Context.ToolbeltDir, "os"),
+		Endpoint: req.Context.ToolbeltEndpoint, TokenFile: req.Context.ToolbeltTokenFile,
+		Playbooks: req.Context.PlaybookDir, Writable: []string{writable}, Dir: l.Dir, Argv: l.Argv,
+	})
+	if err != nil {
+		return l, req, fmt.Errorf("shell executor: %w", err)
+	}
+	l.Argv, l.IgnoreStopSignals = argv, true
+	req.Context.ToolbeltDir, req.Context.PlaybookDir = in.BinDir, in.PlaybookDir
+	req.Context.ToolbeltEndpoint, req.Context.ToolbeltTokenFile = in.Endpoint, in.TokenFile
+	return l, req, nil
+}
+
+// sandboxEnv adds the proxy variables to a sandboxed command's
+// environment, and gives it the sandbox's private /tmp as HOME (the
+// daemon's is not mounted).
+func sandboxEnv(env []string) []string {
+	set := sandbox.ProxyEnv()
+	set["HOME"] = "/tmp"
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[name]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for name, v := range set {
+		out = append(out, name+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Recover re-attaches to the segment of req.Dir: it reports the recorded
