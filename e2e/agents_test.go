@@ -133,6 +133,11 @@ func (w *agentWorld) config(ops []string) []byte {
 				"operations": ops,
 				"secrets":    map[string]any{cli.keyVar: "model-key"},
 				"config": map[string]any{
+					// Unsandboxed: these tests reach the scripted model
+					// server on the host's loopback directly (the
+					// sandboxed agent reaches it through the egress proxy:
+					// sandbox_test.go).
+					"sandbox":  map[string]any{"enabled": false},
 					"binary":   w.bin,
 					"model":    cli.model,
 					"base_url": cli.baseURL(w.srv),
