@@ -82,7 +82,9 @@ func TestEgressValidation(t *testing.T) {
 		snap, res := Validate(encode(t, d), reg)
 		return snap, got(res.Diagnostics), res.Diagnostics
 	}
-	setTo := func(ptr string, v any) func(testing.TB, jdoc) { return func(t testing.TB, d jdoc) { set(t, d, ptr, v) } }
+	setTo := func(ptr string, v any) func(testing.TB, jdoc) {
+		return func(t testing.TB, d jdoc) { set(t, d, ptr, v) }
+	}
 	const secretish = "sekrit-host-name.example.com:443x"
 	cases := []struct {
 		name string
