@@ -84,6 +84,9 @@ var rules = map[string][]string{
 	"internal/httpapi":     {"api", "extension", "internal/kernel"},
 	"internal/configsvc":   {"internal/atomicfile", "internal/clock", "internal/config", "internal/kernel", "internal/statedir", "internal/storage"},
 	"internal/toolbeltapi": {"api", "extension", "internal/bearer", "internal/httpapi", "internal/runs"},
+	// The egress proxy: a handler runs serves on each execution's
+	// egress.sock, recording into storage; its Policy is the daemon's.
+	"internal/egress": {"internal/clock", "internal/storage"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
 		"internal/ids", "internal/kernel", "internal/logfollow", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
