@@ -51,7 +51,7 @@ const (
 
 // ReasonClosed is the reason of a tunnel the host closed: its execution
 // ended or the daemon stopped.
-const ReasonClosed = "closed_by_host"
+const ReasonClosed = storage.EgressClosed
 
 // Decision is a Policy's answer for one connection.
 type Decision struct {

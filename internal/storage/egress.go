@@ -27,6 +27,9 @@ const (
 	EgressDialFailed = "dial_failed"
 	// EgressIdle: the connection was closed after its idle timeout.
 	EgressIdle = "idle_timeout"
+	// EgressClosed: the host closed the connection: its execution ended
+	// or the daemon stopped.
+	EgressClosed = "closed_by_host"
 )
 
 // EgressConnection is one connection through the egress proxy.
