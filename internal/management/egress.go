@@ -30,6 +30,8 @@ func (rs *Resources) listEgress(r *http.Request) (any, error) {
 	f := egressFilters{Execution: id}
 	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.EgressConnection, error) {
 		return rs.store.ListEgressConnections(ctx, &storage.ListEgressParams{Execution: id, Page: p})
-	}, func(c storage.EgressConnection) storage.Position { return storage.Position{CreatedAt: c.StartedAt, ID: c.ID} })
+	}, func(c storage.EgressConnection) storage.Position {
+		return storage.Position{CreatedAt: c.StartedAt, ID: c.ID}
+	})
 	return listOut(page, err, wire.EgressConnection)
 }
