@@ -51,7 +51,7 @@ func init() {
 		api.CallRequest{}, api.CallResponse{}, api.Guidance{}, api.Serving{},
 		api.EmitInput{}, api.EmitResult{}, api.CreateWorkInput{}, api.CreateWorkResult{},
 		api.WaitInput{}, api.OutcomeInput{}, api.DeclaredResult{}, api.ReadContextResult{}, api.GitCredentialInput{},
-		api.Operator{}, api.Action{}, api.RouteSample{},
+		api.Operator{}, api.Action{}, api.RouteSample{}, api.EgressConnection{},
 	} {
 		t := reflect.TypeOf(v)
 		docTypes[t.Name()] = t

@@ -568,6 +568,19 @@ func (c *Client) ToolbeltCalls(ctx context.Context, f ToolbeltCallFilter) (*List
 	return list[ToolbeltCall](ctx, c, query("/v1/toolbelt/calls", q))
 }
 
+// ---- egress connection records ----
+
+// EgressConnection is one connection through an execution's egress proxy.
+type EgressConnection = api.EgressConnection
+
+// EgressConnections lists the connections an execution opened, or tried
+// to open, through the egress proxy, oldest first.
+func (c *Client) EgressConnections(ctx context.Context, executionID string, p Page) (*List[EgressConnection], error) {
+	q := url.Values{}
+	p.add(q)
+	return list[EgressConnection](ctx, c, query("/v1/executions/"+PathEscape(executionID)+"/egress", q))
+}
+
 // ---- error helpers ----
 
 // IsScopeInUse: a removed or reparented scope still has unfinished Work.

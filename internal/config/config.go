@@ -67,6 +67,10 @@ type Authorization struct {
 	// when the member is absent (the parent's rule applies, and a root
 	// scope allows any family the toolbelt allows).
 	Emit []string
+	// Egress lists the host:port entries the scope's bindings' egress
+	// stays within; nil when the member is absent (the parent's rule
+	// applies, and a root scope sets no ceiling).
+	Egress []string
 }
 
 // The reads a scope may authorize.
@@ -91,6 +95,9 @@ type Binding struct {
 	Grants     map[string]Grant
 	Requires   []executor.Capability
 	Playbook   string
+	// Egress lists the host:port entries an execution of the binding may
+	// reach through the egress proxy (docs/egress.md), normalized.
+	Egress []string
 }
 
 // Grant is a named extra set of operations a Work on the binding may take.

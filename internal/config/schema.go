@@ -66,6 +66,9 @@ type docScope struct {
 	reads      []item
 	emit       []item
 	emitSet    bool // an authorization.emit member is present
+	egress     []egressItem
+	egressSet  bool // an authorization.egress member is present
+	egressOK   bool // and every element of it is an entry
 	authOK     bool // authorization and its lists are well-typed, if present
 	bindings   map[string]*docBinding
 	bindingsOK bool
@@ -82,6 +85,7 @@ type docBinding struct {
 	grants   map[string]*docGrant
 	requires []item
 	playbook string
+	egress   []egressItem
 }
 
 type envSelection struct {
@@ -468,7 +472,7 @@ func (s *schema) readScope(n *node, sc *docScope) {
 }
 
 func (s *schema) readAuthorization(n *node, sc *docScope) {
-	if !s.object(n, `an object such as {"operations": [...], "reads": [...], "emit": [...]}`) {
+	if !s.object(n, `an object such as {"operations": [...], "reads": [...], "emit": [...], "egress": [...]}`) {
 		sc.authOK = false
 		return
 	}
@@ -504,8 +508,11 @@ func (s *schema) readAuthorization(n *node, sc *docScope) {
 					sc.emit = append(sc.emit, it)
 				}
 			}
+		case "egress":
+			sc.egressSet = true
+			sc.egress, sc.egressOK = s.egressList(m.value)
 		default:
-			s.unknown(n, m.name, "operations, reads and emit")
+			s.unknown(n, m.name, "operations, reads, emit and egress")
 		}
 	}
 }
@@ -526,7 +533,7 @@ func (s *schema) readBindings(n *node, out map[string]*docBinding) bool {
 	return true
 }
 
-const bindingFields = "executor, config, operations, secrets, grants, requires and playbook"
+const bindingFields = "executor, config, operations, secrets, grants, requires, playbook and egress"
 
 func (s *schema) readBinding(n *node, b *docBinding) {
 	if !s.object(n, "a binding object") {
@@ -550,6 +557,8 @@ func (s *schema) readBinding(n *node, b *docBinding) {
 			s.readBindingSecrets(v, b)
 		case "grants":
 			s.readGrants(v, b)
+		case "egress":
+			b.egress, _ = s.egressList(v)
 		case "requires":
 			for _, it := range s.strings(v) {
 				switch executor.Capability(it.s) {
@@ -740,6 +749,9 @@ func (d *doc) config() *Config {
 		if sc.emitSet {
 			out.Authorization.Emit = append([]string{}, itemStrings(sc.emit)...)
 		}
+		if sc.egressSet {
+			out.Authorization.Egress = egressStrings(sc.egress)
+		}
 		for bid, b := range sc.bindings {
 			out.Bindings[bid] = b.binding()
 		}
@@ -768,5 +780,6 @@ func (b *docBinding) binding() *Binding {
 	for _, it := range b.requires {
 		out.Requires = append(out.Requires, executor.Capability(it.s))
 	}
+	out.Egress = egressStrings(b.egress)
 	return out
 }

@@ -54,6 +54,10 @@ type EffectiveScope struct {
 	// sorted. Unrestricted, they may emit any family the toolbelt allows.
 	EmitRestricted bool
 	Emit           []string
+	// EgressRestricted: the scope (or an ancestor) has an
+	// authorization.egress, the ceiling Egress of its bindings' egress.
+	EgressRestricted bool
+	Egress           []EgressEntry
 	// Bindings and Routes are nil for a removed scope: a tombstone runs
 	// nothing.
 	Bindings map[string]*EffectiveBinding
@@ -77,6 +81,9 @@ type EffectiveBinding struct {
 	// PlaybookOperations are the operations the binding's playbook declares
 	// it uses, when the registry knows the playbook.
 	PlaybookOperations []string
+	// Egress is what an execution of the binding may reach through the
+	// egress proxy, within the scope's ceiling.
+	Egress []EgressEntry
 }
 
 // DomainScope is a scope's metadata for the scope records, without any

@@ -35,6 +35,7 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		reads:      map[string][]string{},
 		readsClean: map[string]bool{},
 		emit:       map[string]emitCeiling{},
+		egress:     map[string]egressCeiling{},
 		bindings:   map[[2]string]*EffectiveBinding{},
 		playbooks:  reg.playbookSet(),
 	}
@@ -73,6 +74,7 @@ type validator struct {
 	// inside its parent's), so its children's can be checked against them.
 	readsClean map[string]bool
 	emit       map[string]emitCeiling
+	egress     map[string]egressCeiling
 	bindings   map[[2]string]*EffectiveBinding
 	// playbooks are the registry's playbooks as validation began.
 	playbooks map[string][]string
@@ -307,6 +309,7 @@ func (v *validator) ceiling(id string) *authority {
 	}
 	v.reads[id] = reads
 	v.emit[id] = v.emitOf(sc, base)
+	v.egress[id] = v.egressOf(sc, base)
 	return a
 }
 
@@ -393,6 +396,7 @@ func (v *validator) checkBindings(sc *docScope) {
 			}
 			eb.Secrets[sel.env] = sel.secret
 		}
+		eb.Egress = v.bindingEgress(sc, b, base)
 		v.bindings[[2]string{sc.id, bid}] = eb
 	}
 }
@@ -613,6 +617,9 @@ func (v *validator) snapshot() (*Snapshot, error) {
 			es.Reads = orEmpty(slices.Clone(v.reads[id]))
 			if e := v.emit[id]; e.restricted {
 				es.EmitRestricted, es.Emit = true, slices.Sorted(slices.Values(e.families))
+			}
+			if e := v.egress[id]; e.restricted {
+				es.EgressRestricted, es.Egress = true, slices.Clone(e.entries)
 			}
 			es.Bindings = map[string]*EffectiveBinding{}
 			for bid, written := range s.config.Scopes[id].Bindings {

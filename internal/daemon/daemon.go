@@ -23,6 +23,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/configsvc"
 	"github.com/open-conduit/open-conduit/internal/daemon/humanport"
+	"github.com/open-conduit/open-conduit/internal/egress"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
 	"github.com/open-conduit/open-conduit/internal/executor/claudecode"
@@ -182,6 +183,9 @@ type Daemon struct {
 
 	// ingress runs the registrations' ingresses.
 	ingress *ingresses
+
+	// egress is the egress proxy served on every execution's egress.sock.
+	egress *egress.Proxy
 
 	execHandler http.Handler
 	http        *http.Server
@@ -436,9 +440,18 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
 		return err
 	}
-	// The toolbelt sockets close, then the calls still in flight on them
-	// (and on the management socket) return, before storage closes.
-	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return nil }, d.drain}, d.closers...)
+	if d.egress, err = egress.New(egress.Options{
+		Execution: runs.ExecutionFromContext, Policy: d.egressPolicy,
+		Store: d.store, NewID: func() string { return d.ids.New("egr") }, Clock: d.clock,
+		OnConnection: d.metrics.EgressConnection, Logger: d.log.With("component", "egress"),
+	}); err != nil {
+		return err
+	}
+	// The toolbelt and egress sockets close and the egress tunnels with
+	// them (an adopted attempt opens new ones through the next daemon),
+	// then the calls still in flight on them (and on the management
+	// socket) return, before storage closes.
+	d.closers = append([]func() error{func() error { d.dirs.CloseAll(); return d.egress.Close() }, d.drain}, d.closers...)
 	binDir, wrote, err := installOS(d.state, d.opts.Executable)
 	if err != nil {
 		return err
@@ -531,13 +544,17 @@ func (d *Daemon) setLimits(l config.Limits) {
 }
 
 // endpoint prepares an execution's run directory with its fresh token and
-// serves its toolbelt socket (the scheduler's ToolbeltEndpoints).
+// serves its toolbelt socket and its egress proxy (the scheduler's
+// ToolbeltEndpoints; an adopted attempt is served both again).
 func (d *Daemon) endpoint(_ context.Context, executionID, token string) (scheduler.Endpoint, error) {
 	ep, err := d.dirs.Prepare(executionID, token)
 	if err != nil {
 		return scheduler.Endpoint{}, err
 	}
 	if err := d.dirs.Serve(executionID, ep, d.execHandler); err != nil {
+		return scheduler.Endpoint{}, err
+	}
+	if err := d.dirs.ServeEgress(executionID, ep, d.egress); err != nil {
 		return scheduler.Endpoint{}, err
 	}
 	return scheduler.Endpoint{Socket: ep.Socket, TokenFile: ep.TokenFile}, nil

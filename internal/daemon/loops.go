@@ -221,6 +221,8 @@ func (d *Daemon) sweepRuns(ctx context.Context) {
 		d.sweepFailed(ctx, "run directory sweep failed", err)
 	}
 	for _, s := range swept {
+		// Its egress socket has closed; so do the tunnels it had open.
+		d.egress.CloseExecution(s.ExecutionID)
 		d.log.Info("run directory removed", "execution", s.ExecutionID, "key", s.Key)
 	}
 }

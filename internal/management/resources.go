@@ -133,6 +133,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/executions", Role: RoleView, Handler: rs.listExecutions},
 		{Method: "GET", Pattern: "/v1/executions/{id}", Role: RoleView, Handler: rs.getExecution},
 		{Method: "GET", Pattern: "/v1/executions/{id}/log", Role: RoleView, Handler: rs.executionLog},
+		{Method: "GET", Pattern: "/v1/executions/{id}/egress", Role: RoleView, Handler: rs.listEgress},
 		{Method: "POST", Pattern: "/v1/executions/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelExecution},
 
 		{Method: "GET", Pattern: "/v1/waits", Role: RoleView, Handler: rs.listWaits},

@@ -72,6 +72,7 @@ type Metrics struct {
 	renewals  *prometheus.CounterVec
 	commits   prometheus.Histogram
 	ingresses *prometheus.CounterVec
+	egress    *prometheus.CounterVec
 }
 
 // New registers the daemon's metrics on opts.Registry.
@@ -103,8 +104,12 @@ func New(opts Options) (*Metrics, error) {
 			Namespace: Namespace, Name: "ingress_deliveries_total",
 			Help: "Deliveries an ingress received, by source (the ingress) and outcome (accepted, duplicate, rejected, failed).",
 		}, []string{"source", "outcome"}),
+		egress: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "egress_connections_total",
+			Help: "Connections executions opened through the egress proxy, by result: allowed, refused (by the allowlist, an ended execution, a bound or a malformed request), failed (allowed but unreachable).",
+		}, []string{"result"}),
 	}
-	cs := []prometheus.Collector{m.calls, m.refusals, m.renewals, m.commits, m.ingresses}
+	cs := []prometheus.Collector{m.calls, m.refusals, m.renewals, m.commits, m.ingresses, m.egress}
 	if opts.Counts != nil {
 		cs = append(cs, newStoreCollector(opts.Counts, opts.Logger))
 	}
@@ -163,6 +168,21 @@ func (m *Metrics) IngressDelivery(source, outcome string) {
 	if m != nil {
 		m.ingresses.WithLabelValues(source, outcome).Inc()
 	}
+}
+
+// EgressConnection counts one connection through the egress proxy by
+// result: allowed, refused or failed; any other value is counted as other,
+// so the label stays a fixed set.
+func (m *Metrics) EgressConnection(result string) {
+	if m == nil {
+		return
+	}
+	switch result {
+	case "allowed", "refused", "failed":
+	default:
+		result = "other"
+	}
+	m.egress.WithLabelValues(result).Inc()
 }
 
 // storeCollector computes the Work gauges and the attempt counters from

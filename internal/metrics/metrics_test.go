@@ -45,6 +45,9 @@ func TestReportsAndScrapeTimeCounts(t *testing.T) {
 	m.LeaseRenewal("renewed")
 	m.Commit(2 * time.Millisecond)
 	m.IngressDelivery("github", "accepted")
+	m.EgressConnection("refused")
+	m.EgressConnection("refused")
+	m.EgressConnection("api.example.com:443") // never a label value
 	out := serve(t, m)
 	for _, want := range []string{
 		`open_conduit_work{state="ready"} 3`,
@@ -60,6 +63,8 @@ func TestReportsAndScrapeTimeCounts(t *testing.T) {
 		`open_conduit_lease_renewals_total{outcome="renewed"} 1`,
 		`open_conduit_store_commit_seconds_count 1`,
 		`open_conduit_ingress_deliveries_total{outcome="accepted",source="github"} 1`,
+		`open_conduit_egress_connections_total{result="refused"} 2`,
+		`open_conduit_egress_connections_total{result="other"} 1`,
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("the scrape lacks %s\n%s", want, out)
@@ -95,6 +100,7 @@ func TestNilAndOptions(t *testing.T) {
 	m.LeaseRenewal("renewed")
 	m.Commit(time.Millisecond)
 	m.IngressDelivery("github", "accepted")
+	m.EgressConnection("allowed")
 	if _, err := metrics.New(metrics.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil {
 		t.Fatal("New without a registry succeeded")
 	}

@@ -8,8 +8,9 @@
 //	<state>/runs/<key>/token/token 0600, the current token, replaced by rename
 //	<state>/runs/<key>/toolbelt.sock  0600, or, when that path would pass 100
 //	                               bytes, <tmp>/open-conduit-<uid>/<key>/toolbelt.sock
+//	<state>/runs/<key>/egress.sock 0600, the egress proxy's socket, beside toolbelt.sock
 //
-// and serves an http.Handler on the socket until the host closes it. The
+// and serves an http.Handler on each socket until the host closes it. A
 // handler learns which execution's socket a request came in on through
 // ExecutionFromContext.
 //

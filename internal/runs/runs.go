@@ -21,12 +21,17 @@ import (
 // Unix socket path to 104 bytes, and the host keeps a margin below that.
 const MaxSocketPath = 100
 
+// EgressSocketName is the egress proxy's socket, beside the toolbelt
+// socket (in the run directory, or in its short-path fallback directory).
+const EgressSocketName = "egress.sock"
+
 // Names inside a run directory.
 const (
 	executionFile = "execution"
 	tokenDirName  = "token"
 	tokenFileName = "token"
 	socketName    = "toolbelt.sock"
+	egressName    = EgressSocketName
 
 	// tokenTempPrefix starts the name of the token file's temporary,
 	// which writeToken clears when an interrupted write left one.
@@ -64,6 +69,9 @@ type Endpoint struct {
 	Socket string
 	// TokenFile is Dir/token/token, replaced by rename on every rotation.
 	TokenFile string
+	// Egress is the egress proxy's socket, egress.sock in Socket's
+	// directory (ServeEgress).
+	Egress string
 }
 
 // Options tune a Dirs. Logger is required; the other fields' zero values
@@ -91,6 +99,7 @@ type Dirs struct {
 
 	mu     sync.Mutex
 	served map[string]*server // by execution ID
+	egress map[string]*server // the egress sockets, by execution ID
 }
 
 // New returns the Dirs of the state directory state, which must exist.
@@ -119,6 +128,7 @@ func New(state string, opts Options) (*Dirs, error) {
 		logger:  opts.Logger,
 		limits:  opts.Limits,
 		served:  map[string]*server{},
+		egress:  map[string]*server{},
 	}, nil
 }
 
@@ -159,6 +169,7 @@ func (d *Dirs) Prepare(executionID, token string) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	ep.Socket = socket
+	ep.Egress = filepath.Join(filepath.Dir(socket), egressName)
 	tokenDir := filepath.Dir(ep.TokenFile)
 	if err := ensureDir(tokenDir, d.uid, true); err != nil {
 		return Endpoint{}, fmt.Errorf("runs: prepare token directory: %w", err)
@@ -177,6 +188,7 @@ func (d *Dirs) endpoint(executionID string) Endpoint {
 		Dir:       dir,
 		Socket:    filepath.Join(dir, socketName),
 		TokenFile: filepath.Join(dir, tokenDirName, tokenFileName),
+		Egress:    filepath.Join(dir, egressName),
 	}
 }
 

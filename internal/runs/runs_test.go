@@ -137,7 +137,7 @@ func TestPrepareLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(b.state, "runs", Key(exe))
-	want := Endpoint{Dir: dir, Socket: filepath.Join(dir, "toolbelt.sock"), TokenFile: filepath.Join(dir, "token", "token")}
+	want := Endpoint{Dir: dir, Socket: filepath.Join(dir, "toolbelt.sock"), TokenFile: filepath.Join(dir, "token", "token"), Egress: filepath.Join(dir, "egress.sock")}
 	if ep != want {
 		t.Fatalf("endpoint = %+v, want %+v", ep, want)
 	}

@@ -21,6 +21,7 @@ import (
 // server is one execution's socket being served.
 type server struct {
 	ep      Endpoint
+	path    string // the socket served: ep.Socket or ep.Egress
 	inode   uint64 // of the socket file as bound
 	srv     *http.Server
 	handler atomic.Pointer[http.Handler]
@@ -33,7 +34,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // bound reports whether the socket file is still the one this server bound.
 func (s *server) bound() bool {
-	return s.inode != 0 && inodeOf(s.ep.Socket) == s.inode
+	return s.inode != 0 && inodeOf(s.path) == s.inode
 }
 
 // inodeOf returns the inode of the socket at path, or 0.
@@ -75,7 +76,36 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkEndpoint(executionID, ep); err != nil {
+		return err
+	}
+	return d.serveLocked(d.served, executionID, ep, ep.Socket, h, unixsock.ToolbeltLimits)
+}
 
+// ServeEgress starts serving h, the egress proxy, on the execution's
+// egress socket ep.Egress (0600, beside its toolbelt socket), like Serve:
+// Close, CloseAll, Remove and Sweep stop it with the toolbelt socket.
+func (d *Dirs) ServeEgress(executionID string, ep Endpoint, h http.Handler) error {
+	if err := checkExecutionID(executionID); err != nil {
+		return err
+	}
+	if h == nil {
+		return errors.New("runs: ServeEgress needs a handler")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkEndpoint(executionID, ep); err != nil {
+		return err
+	}
+	if want := filepath.Join(filepath.Dir(ep.Socket), egressName); ep.Egress != want {
+		return fmt.Errorf("runs: %s is not the egress socket of execution %s; serve the endpoint Prepare returned", ep.Egress, executionID)
+	}
+	return d.serveLocked(d.egress, executionID, ep, ep.Egress, h, unixsock.ToolbeltLimits)
+}
+
+// checkEndpoint checks that ep is the endpoint Prepare chose for
+// executionID.
+func (d *Dirs) checkEndpoint(executionID string, ep Endpoint) error {
 	want := d.endpoint(executionID)
 	socket, err := d.socketPath(Key(executionID), false)
 	if err != nil {
@@ -84,25 +114,30 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 	if ep.Socket != socket || ep.Dir != want.Dir {
 		return fmt.Errorf("runs: %s is not the toolbelt socket of execution %s; serve the endpoint Prepare returned", ep.Socket, executionID)
 	}
-	if s, ok := d.served[executionID]; ok {
-		if s.ep.Socket == ep.Socket && s.bound() {
+	return nil
+}
+
+// serveLocked serves h on path for the execution, kept in m.
+func (d *Dirs) serveLocked(m map[string]*server, executionID string, ep Endpoint, path string, h http.Handler, def unixsock.Limits) error {
+	if s, ok := m[executionID]; ok {
+		if s.path == path && s.bound() {
 			s.handler.Store(&h)
 			return nil
 		}
 		// Another socket, or ours was removed from under us: bind afresh.
-		d.closeLocked(executionID)
+		closeServer(m, executionID)
 	}
-	if err := checkPrivateDir(filepath.Dir(ep.Socket), d.uid, false); err != nil {
+	if err := checkPrivateDir(filepath.Dir(path), d.uid, false); err != nil {
 		return fmt.Errorf("%w: %w; prepare the run directory first", ErrEndpointUnavailable, err)
 	}
-	if err := d.removeStale(ep.Socket); err != nil {
+	if err := d.removeStale(path); err != nil {
 		return err
 	}
-	ln, err := listen(ep.Socket)
+	ln, err := listen(path)
 	if err != nil {
-		return fmt.Errorf("runs: listen on %s: %w", ep.Socket, err)
+		return fmt.Errorf("runs: listen on %s: %w", path, err)
 	}
-	s := &server{ep: ep, done: make(chan struct{}), inode: inodeOf(ep.Socket)}
+	s := &server{ep: ep, path: path, done: make(chan struct{}), inode: inodeOf(path)}
 	s.handler.Store(&h)
 	s.srv = &http.Server{
 		Handler:                      s,
@@ -116,8 +151,8 @@ func (d *Dirs) Serve(executionID string, ep Endpoint, h http.Handler) error {
 	}
 	// Each execution's socket has its own limits, so one execution's
 	// connections never take another's.
-	d.limits.Apply(s.srv, unixsock.ToolbeltLimits, d.logger)
-	d.served[executionID] = s
+	d.limits.Apply(s.srv, def, d.logger)
+	m[executionID] = s
 	go func() {
 		defer close(s.done)
 		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
@@ -151,22 +186,31 @@ func (d *Dirs) CloseAll() {
 	for id := range d.served {
 		d.closeLocked(id)
 	}
+	for id := range d.egress {
+		d.closeLocked(id)
+	}
 }
 
-// closeLocked closes a served socket and waits for its accept loop to end.
-// Requests in flight lose their connections; a client retries with the same
-// request ID.
+// closeLocked closes an execution's served sockets (toolbelt and egress)
+// and waits for their accept loops to end. Requests in flight lose their
+// connections; a client retries with the same request ID. Connections a
+// handler hijacked (the egress proxy's tunnels) are the handler's to close.
 func (d *Dirs) closeLocked(executionID string) {
-	s, ok := d.served[executionID]
+	closeServer(d.served, executionID)
+	closeServer(d.egress, executionID)
+}
+
+func closeServer(m map[string]*server, executionID string) {
+	s, ok := m[executionID]
 	if !ok {
 		return
 	}
-	delete(d.served, executionID)
+	delete(m, executionID)
 	_ = s.srv.Close()
 	<-s.done
 	// Remove the socket file, unless it is no longer the one bound here.
 	if s.bound() {
-		_ = os.Remove(s.ep.Socket)
+		_ = os.Remove(s.path)
 	}
 }
 

@@ -93,9 +93,11 @@ func (d *Dirs) Sweep(keep func(executionID string) bool) ([]Swept, error) {
 		if !c.valid && err == nil && Key(id) == c.Key {
 			continue
 		}
-		for exe, s := range d.served {
-			if s.ep.Dir == path {
-				d.closeLocked(exe)
+		for _, m := range []map[string]*server{d.served, d.egress} {
+			for exe, s := range m {
+				if s.ep.Dir == path {
+					d.closeLocked(exe)
+				}
 			}
 		}
 		if err := d.removeKey(c.Key); err != nil {

@@ -64,6 +64,7 @@ type Reader interface {
 	ToolbeltReader
 	ManagementReader
 	ApprovalReader
+	EgressReader
 	GetEvent(ctx context.Context, id string) (Event, error)
 	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
 	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
@@ -122,6 +123,7 @@ type Tx interface {
 	ToolbeltTx
 	ManagementTx
 	ApprovalTx
+	EgressTx
 	Reader
 
 	// InsertEvent appends an event. The engine assigns Seq: the next

@@ -135,3 +135,17 @@ func Emitted(res kernel.EmitResult) api.Emitted {
 func Trace(scope string, generation int64, d kernel.Decision) api.Trace {
 	return api.Trace{Scope: scope, Generation: generation, Decision: Decision(d)}
 }
+
+// EgressConnection is an egress proxy's connection record; EndedAt is
+// left out while it is open.
+func EgressConnection(c storage.EgressConnection) api.EgressConnection {
+	out := api.EgressConnection{
+		ID: c.ID, Execution: c.Execution, Host: c.Host, Port: c.Port, Allowed: c.Allowed, Reason: c.Reason,
+		BytesUp: c.BytesUp, BytesDown: c.BytesDown, StartedAt: c.StartedAt,
+	}
+	if !c.EndedAt.IsZero() {
+		ended := c.EndedAt
+		out.EndedAt = &ended
+	}
+	return out
+}

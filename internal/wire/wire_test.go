@@ -45,6 +45,9 @@ func TestWireRecords(t *testing.T) {
 	for name, c := range wiretest.Samples(func(c *storage.ToolbeltCall) { c.Epoch, c.Replayed = 0, false }) {
 		g.Add("ToolbeltCall "+name, wire.ToolbeltCall(c))
 	}
+	for name, c := range wiretest.Samples[storage.EgressConnection](nil) {
+		g.Add("EgressConnection "+name, wire.EgressConnection(c))
+	}
 }
 
 func TestWireLists(t *testing.T) {

@@ -17,9 +17,9 @@ func newExecutionsCmd(s Streams) *cobra.Command {
 		Use:   "executions",
 		Short: "List and show executions (the attempts of Work)",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID, logs ID"),
+		RunE:  subcommandNeeded("list, get ID, logs ID, egress ID"),
 	}
-	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s),
+	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s), newExecutionsEgressCmd(s),
 		newLogCmd(s, "logs EXECUTION [-f] [--tail N]", "Write one execution's log, following it while it runs", "execution ID", false))
 	return cmd
 }

@@ -131,6 +131,7 @@ func Cases() []Case {
 		{"cursorkey", cursorKeyCases()},
 		{"artifacts", artifactCases()},
 		{"approvals", approvalCases()},
+		{"egress", egressCases()},
 	} {
 		for _, c := range a.cases {
 			c.Area = a.name

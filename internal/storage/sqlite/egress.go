@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// Egress connection records (migration 0080).
+
+var (
+	_ storage.EgressReader = queries{}
+	_ storage.EgressTx     = (*tx)(nil)
+)
+
+const egressCols = `id, execution, host, port, allowed, reason, bytes_up, bytes_down, created_at, ended_at`
+
+func scanEgress(r scanner) (storage.EgressConnection, error) {
+	var c storage.EgressConnection
+	var started, ended int64
+	err := r.Scan(&c.ID, &c.Execution, &c.Host, &c.Port, &c.Allowed, &c.Reason, &c.BytesUp, &c.BytesDown, &started, &ended)
+	c.StartedAt, c.EndedAt = fromTS(started), fromTS(ended)
+	return c, err
+}
+
+func (q queries) ListEgressConnections(ctx context.Context, p *storage.ListEgressParams) ([]storage.EgressConnection, error) {
+	var w where
+	w.eq("execution", p.Execution)
+	tail := w.page(p.Page)
+	rows, err := q.q.QueryContext(ctx, `SELECT `+egressCols+` FROM egress_connections`+w.sql()+tail, w.args...)
+	return collect(rows, err, scanEgress)
+}
+
+func (t *tx) InsertEgressConnection(ctx context.Context, c *storage.EgressConnection) error {
+	if c.ID == "" || c.Execution == "" || c.StartedAt.IsZero() {
+		return fmt.Errorf("sqlite: an egress record needs an id, an execution and its start")
+	}
+	if dup, err := t.exists(ctx, `SELECT 1 FROM egress_connections WHERE id = ?`, c.ID); err != nil {
+		return err
+	} else if dup {
+		return fmt.Errorf("%w: egress record %s exists", storage.ErrDuplicate, c.ID)
+	}
+	_, err := t.q.ExecContext(ctx, `INSERT INTO egress_connections (`+egressCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Execution, c.Host, c.Port, c.Allowed, c.Reason, c.BytesUp, c.BytesDown, ts(c.StartedAt), ts(c.EndedAt))
+	return writeErr(err, "insert egress record")
+}
+
+func (t *tx) FinishEgressConnection(ctx context.Context, p *storage.FinishEgressParams) error {
+	if p.EndedAt.IsZero() {
+		// A zero time is stored as "open": the record would never end.
+		return fmt.Errorf("sqlite: finishing an egress record needs the time it ended")
+	}
+	res, err := t.q.ExecContext(ctx, `UPDATE egress_connections SET reason = ?, bytes_up = ?, bytes_down = ?, ended_at = ?
+		WHERE id = ? AND ended_at = 0`, p.Reason, p.BytesUp, p.BytesDown, ts(p.EndedAt), p.ID)
+	if err != nil {
+		return writeErr(err, "finish egress record")
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	if found, err := t.exists(ctx, `SELECT 1 FROM egress_connections WHERE id = ?`, p.ID); err != nil {
+		return err
+	} else if !found {
+		return fmt.Errorf("%w: egress record %s", storage.ErrNotFound, p.ID)
+	}
+	return fmt.Errorf("%w: egress record %s has ended", storage.ErrFenced, p.ID)
+}
