@@ -223,7 +223,7 @@ func (e *Executor) begin(ctx context.Context, req executor.RunRequest, resume bo
 		}
 		box = &sandbox.Spec{Program: prog, OS: filepath.Join(req.Context.ToolbeltDir, "os"),
 			Endpoint: req.Context.ToolbeltEndpoint, TokenFile: req.Context.ToolbeltTokenFile, Playbooks: req.Context.PlaybookDir,
-			Writable: []string{seg.Home, seg.Workdir}, Dir: seg.Workdir}
+			ReadOnly: cfg.Sandbox.ReadOnly, Writable: []string{seg.Home, seg.Workdir}, Dir: seg.Workdir}
 		// The agent is told the paths it sees inside; its playbook is
 		// copied into its home from the host's directory first.
 		inside, err := sandboxInside(*box)

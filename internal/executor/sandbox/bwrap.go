@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
@@ -32,8 +33,11 @@ const (
 	// Endpoint and TokenFile are OS_ENDPOINT and OS_TOKEN_FILE inside.
 	Endpoint  = RunDir + "/toolbelt.sock"
 	TokenFile = RunDir + "/token/token"
-	// EgressSocket is the daemon's egress proxy for the execution.
-	EgressSocket = RunDir + "/egress.sock"
+	// EgressSocket is the daemon's egress proxy for the execution, beside
+	// the toolbelt socket (in SocketDir when that is where the toolbelt
+	// socket is).
+	EgressSocketName = "egress.sock"
+	EgressSocket     = RunDir + "/" + EgressSocketName
 	// BinDir holds the os binary (read-only); it is first on PATH.
 	BinDir = Root + "/bin"
 	// PlaybookDir holds the playbooks (read-only).
@@ -121,6 +125,9 @@ type Spec struct {
 	Endpoint, TokenFile string
 	// Playbooks is the host's playbook directory ("" for none).
 	Playbooks string
+	// ReadOnly are further paths mounted read-only at their own paths
+	// (Config.ReadOnly).
+	ReadOnly []string
 	// Writable are directories mounted read-write at their own paths (the
 	// workspace, an agent's home).
 	Writable []string
@@ -214,6 +221,12 @@ func Wrap(s Spec) ([]string, Inside, error) {
 		a = append(a, "--ro-bind-try", s.Playbooks, PlaybookDir)
 		in.PlaybookDir = PlaybookDir
 	}
+	for _, d := range s.ReadOnly {
+		if !filepath.IsAbs(d) {
+			return nil, in, fmt.Errorf("sandbox: a read-only path is not absolute")
+		}
+		a = append(a, "--ro-bind", d, d)
+	}
 	for _, d := range s.Writable {
 		if !filepath.IsAbs(d) {
 			return nil, in, fmt.Errorf("sandbox: a writable directory is not absolute")
@@ -225,7 +238,13 @@ func Wrap(s Spec) ([]string, Inside, error) {
 	// /tmp, /var/tmp and /run can be written.
 	a = append(a, "--remount-ro", "/", "--chdir", s.Dir, "--", InitProgram, InitCommand)
 	if s.TokenFile != "" {
-		a = append(a, "--bridge", EgressSocket)
+		// The egress socket lies beside the toolbelt socket, in the run
+		// directory or at its short-path fallback.
+		bridge := EgressSocket
+		if in.Endpoint != "" {
+			bridge = path.Join(path.Dir(in.Endpoint), EgressSocketName)
+		}
+		a = append(a, "--bridge", bridge)
 	}
 	a = append(a, "--")
 	return append(a, s.Argv...), in, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,14 +30,34 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %+v, %v", doc, cfg, err)
 		}
 	}
+	cfg, err := parse(t, `{"enabled": true, "read_only": ["/opt/agents", "/srv/tools/bin"]}`)
+	if err != nil || !cfg.Enabled || strings.Join(cfg.ReadOnly, ",") != "/opt/agents,/srv/tools/bin" {
+		t.Errorf("read_only: %+v, %v", cfg, err)
+	}
+	many := `{"enabled": true, "read_only": [`
+	for i := 0; i <= MaxReadOnly; i++ {
+		if i > 0 {
+			many += ","
+		}
+		many += `"/p` + strconv.Itoa(i) + `"`
+	}
+	many += `]}`
 	for doc, code := range map[string]string{
-		`true`:                                "wrong_type",
-		`null`:                                "null_value",
-		`{}`:                                  "missing_field",
-		`{"enabled": "yes"}`:                  "wrong_type",
-		`{"enabled": null}`:                   "null_value",
-		`{"enabled": true, "enabled": false}`: "duplicate_key",
-		`{"enabled": true, "mounts": []}`:     "unknown_field",
+		`true`:                                    "wrong_type",
+		`null`:                                    "null_value",
+		`{}`:                                      "missing_field",
+		`{"enabled": "yes"}`:                      "wrong_type",
+		`{"enabled": null}`:                       "null_value",
+		`{"enabled": true, "enabled": false}`:     "duplicate_key",
+		`{"enabled": true, "mounts": []}`:         "unknown_field",
+		`{"enabled": true, "read_only": "/opt"}`:  "wrong_type",
+		`{"enabled": true, "read_only": [1]}`:     "wrong_type",
+		`{"enabled": true, "read_only": ["opt"]}`: "invalid_value",
+		`{"enabled": true, "read_only": ["/opt/../etc"]}`: "invalid_value",
+		`{"enabled": true, "read_only": ["/opt/"]}`:       "invalid_value",
+		`{"enabled": true, "read_only": ["/"]}`:           "invalid_value",
+		`{"enabled": true, "read_only": ["/a", "/a"]}`:    "invalid_value",
+		many: "too_many",
 	} {
 		_, err := parse(t, doc)
 		var ce *executor.ConfigError
@@ -56,10 +77,19 @@ func TestWrapMountsTheRunDirectoryAndTheFallbackSocket(t *testing.T) {
 	}
 	joined := strings.Join(argv, " ")
 	for _, want := range []string{"--ro-bind " + run + " " + RunDir, "--ro-bind /tmp/open-conduit-0/k " + SocketDir, "--ro-bind /state/bin " + BinDir,
-		"--bind /state/executions/e/work /state/executions/e/work", "-- " + InitProgram + " sandbox-init --bridge " + EgressSocket + " -- sh -c true"} {
+		"--bind /state/executions/e/work /state/executions/e/work", "-- " + InitProgram + " sandbox-init --bridge " + SocketDir + "/egress.sock -- sh -c true"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("argv lacks %q: %s", want, joined)
 		}
+	}
+	spec.ReadOnly = []string{"/opt/agents"}
+	spec.Endpoint = run + "/toolbelt.sock"
+	argv, _, err = Wrap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := strings.Join(argv, " "); !strings.Contains(j, "--ro-bind /opt/agents /opt/agents") || !strings.Contains(j, "--bridge "+EgressSocket+" --") {
+		t.Errorf("argv with read_only and the socket in the run directory: %s", j)
 	}
 	if strings.Contains(joined, " /state ") || strings.Contains(joined, "/etc/shadow") {
 		t.Errorf("argv mounts too much: %s", joined)

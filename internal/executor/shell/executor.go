@@ -195,7 +195,7 @@ func (e *Executor) sandboxed(cfg Config, req executor.RunRequest, l proc.Launch)
 	argv, in, err := sandbox.Wrap(sandbox.Spec{
 		Program: prog, OS: filepath.Join(req.Context.ToolbeltDir, "os"),
 		Endpoint: req.Context.ToolbeltEndpoint, TokenFile: req.Context.ToolbeltTokenFile,
-		Playbooks: req.Context.PlaybookDir, Writable: []string{writable}, Dir: l.Dir, Argv: l.Argv,
+		Playbooks: req.Context.PlaybookDir, ReadOnly: cfg.Sandbox.ReadOnly, Writable: []string{writable}, Dir: l.Dir, Argv: l.Argv,
 	})
 	if err != nil {
 		return l, req, fmt.Errorf("shell executor: %w", err)
