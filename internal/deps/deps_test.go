@@ -129,7 +129,7 @@ var rules = map[string][]string{
 	"cmd/open-conduit": {"cmd/open-conduit/cli", "cmd/os/oscli"},
 	"cmd/os":           {"cmd/os/oscli"},
 	"cmd/open-conduit/cli": {"internal/buildinfo", "client", "internal/bootstrap", "internal/cliexit", "internal/clock", "internal/config", "internal/daemon", "internal/doctor",
-		"internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir", "internal/tui"},
+		"internal/executor/sandbox", "internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir", "internal/tui"},
 	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
 	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
