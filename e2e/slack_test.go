@@ -307,3 +307,54 @@ func TestSlackExtensionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The offline config check knows the Slack extension: a listener beyond
+// loopback is warned about, a signing secret no secret names is an unknown
+// reference, and a binding on the responder's playbook without its
+// operations is warned about.
+func TestSlackConfigThroughTheCLI(t *testing.T) {
+	e := newEnv(t)
+	doc := func(f func(sl map[string]any, doc map[string]any)) string {
+		var d map[string]any
+		if err := json.Unmarshal(e.slackConfig(8788, filepath.Join(e.root, "c"), "http://127.0.0.1:9/api/"), &d); err != nil {
+			t.Fatal(err)
+		}
+		f(d["extensions"].(map[string]any)["slack"].(map[string]any)["config"].(map[string]any), d)
+		b, _ := json.Marshal(d)
+		return writeFile(t, filepath.Join(e.root, "slack.json"), b)
+	}
+	type finding struct {
+		Pointer string `json:"pointer"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	var checked struct {
+		Valid       bool      `json:"valid"`
+		Diagnostics []finding `json:"diagnostics"`
+		Warnings    []finding `json:"warnings"`
+	}
+	wide := doc(func(sl, d map[string]any) {
+		sl["ingress"].(map[string]any)["listen"] = "0.0.0.0:8788"
+		sl["ingress"].(map[string]any)["allow_non_loopback"] = true
+		bindings := d["scopes"].(map[string]any)["ops"].(map[string]any)["bindings"].(map[string]any)
+		bindings["asker"] = map[string]any{"executor": "shell", "config": map[string]any{"command": []string{"true"}},
+			"operations": []string{"slack.context", "declare_outcome"}, "playbook": "slack-responder"}
+	})
+	e.cliJSON(&checked, "config", "check", wide)
+	var codes []string
+	for _, w := range checked.Warnings {
+		codes = append(codes, w.Pointer+" "+w.Code)
+	}
+	slices.Sort(codes)
+	want := []string{"/extensions/slack/config/ingress/listen slack_ingress_not_loopback", "/scopes/ops/bindings/asker/playbook playbook_not_granted"}
+	if !checked.Valid || !slices.Equal(codes, want) {
+		t.Fatalf("config check: %+v, warnings %q, want %q", checked, codes, want)
+	}
+	dangling := doc(func(sl, _ map[string]any) {
+		sl["ingress"].(map[string]any)["signing_secret"] = "nope"
+	})
+	code, stdout, _ := e.cli("config", "check", dangling, "--json")
+	if code == 0 || !strings.Contains(stdout, `"/extensions/slack/config/ingress/signing_secret"`) || !strings.Contains(stdout, "unknown_reference") || strings.Contains(stdout, "nope") {
+		t.Fatalf("a dangling signing secret: exit %d %s", code, stdout)
+	}
+}
