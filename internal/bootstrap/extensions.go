@@ -5,6 +5,7 @@ import (
 	"github.com/open-conduit/open-conduit/extensions/github"
 	"github.com/open-conduit/open-conduit/extensions/human"
 	"github.com/open-conduit/open-conduit/extensions/introspection"
+	"github.com/open-conduit/open-conduit/extensions/slack"
 )
 
 //go:generate go test -run ^(TestOperationsReference|TestToolsetsOnlyGain)$ -update .
@@ -22,6 +23,10 @@ type Ports struct {
 	// GitHub is the GitHub extension with its clock (nil: registered for
 	// its names only; its GitHub calls are refused).
 	GitHub *github.Extension
+	// Slack is the Slack extension with its port and clock (nil:
+	// registered for its names only; its calls are refused and its
+	// ingress does not run).
+	Slack *slack.Extension
 }
 
 // Extensions returns the extensions this release bundles, reading through
@@ -31,5 +36,5 @@ type Ports struct {
 // and a test holds every bundled toolset to the members it had
 // (testdata/toolsets.json).
 func Extensions(ports Ports) []extension.Registration {
-	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human), github.Registration(ports.GitHub)}
+	return []extension.Registration{introspection.Registration(ports.Introspection), human.Registration(ports.Human), github.Registration(ports.GitHub), slack.Registration(ports.Slack)}
 }

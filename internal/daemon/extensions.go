@@ -9,6 +9,7 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extensions/github"
 	"github.com/open-conduit/open-conduit/extensions/human"
+	"github.com/open-conduit/open-conduit/extensions/slack"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/daemon/humanport"
@@ -53,10 +54,13 @@ func ReleaseRegistry() (*config.Registry, error) {
 // validates against the registry). Their ports read the configuration
 // when called, once it is restored.
 func (d *Daemon) registerRelease() error {
-	ports := bootstrap.Ports{Introspection: &introspectport.Port{
+	intro := &introspectport.Port{
 		Store: d.store,
 		Reads: func(scope, read string) bool { return d.cfg.Active().AuthorizeRead(scope, read) },
-	}, GitHub: &github.Extension{Now: d.clock.Now}}
+	}
+	// The Slack extension reads the Work's thread through the same
+	// read-only port: a Work and the Events that made it.
+	ports := bootstrap.Ports{Introspection: intro, GitHub: &github.Extension{Now: d.clock.Now}, Slack: &slack.Extension{Port: intro, Now: d.clock.Now}}
 	// The kernel runtime the human port routes its Events with exists
 	// once the configuration is restored; it is set then (d.human).
 	d.human = &humanport.Port{Store: d.store, IDs: d.ids}

@@ -93,9 +93,9 @@ var rules = map[string][]string{
 		"internal/ids", "internal/kernel", "internal/logfollow", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
-	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/config", "internal/executor",
+	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
-	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/egress", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/sandbox", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/metrics", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt"},
@@ -114,6 +114,9 @@ var rules = map[string][]string{
 	// The GitHub extension's REST side: credentials and operations, which
 	// the extension registers.
 	"extensions/github/ghapi": {"api", "extension"},
+	// The Slack extension: its ingress and operations over the Slack
+	// client library, reading the Work's thread through its port.
+	"extensions/slack": {"api", "extension", "extension/inproc"},
 
 	// Clients: public, over the wire types and the one transport only.
 	"client":   {"api", "internal/unixhttp"},
@@ -140,6 +143,9 @@ var rules = map[string][]string{
 	// A fake GitHub (its API and git over smart HTTP) for the GitHub
 	// extension's tests and the end-to-end suite.
 	"extensions/github/ghtest": {},
+	// A fake Slack Web API for the Slack extension's tests and the
+	// end-to-end suite.
+	"extensions/slack/slacktest": {},
 	"internal/toolbelt/toolbelttest": {"extension", "internal/bearer", "internal/clock", "internal/executor", "internal/ids", "internal/kernel",
 		"internal/storage", "internal/storage/sqlite", "internal/toolbelt"},
 	"internal/scheduler/schedulertest": {"internal/executor"},

@@ -1,0 +1,136 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/open-conduit/open-conduit/api"
+	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/extension/inproc"
+)
+
+// Name is the extension's registration name: it owns slack.*.
+const Name = "slack"
+
+// Source is the source of the Events its ingress accepts.
+const Source = "slack.events"
+
+// Port is what the operations read the calling Work's thread through: the
+// Work, the core.work.created Event that made it and the Event that caused
+// that (the Slack Event a route started the Work on). The daemon adapts
+// storage to it. A lookup of something that does not exist answers an
+// error wrapping extension.ErrNotFound.
+type Port interface {
+	Work(ctx context.Context, id string) (api.Work, error)
+	Event(ctx context.Context, id string) (api.Event, error)
+}
+
+// Extension is the Slack extension. It is opt-in: a configuration with no
+// slack entry does not enable it, and its ingress is off until its config
+// turns it on.
+type Extension struct {
+	// Port reads the calling Work's thread (nil: the operations are
+	// registered for their names only and refused with
+	// slack_not_configured).
+	Port Port
+	// Now is the clock the ingress checks request timestamps on (nil:
+	// the ingress does not run).
+	Now func() time.Time
+	// HTTPClient sends the requests to Slack (nil: a client with
+	// DefaultTimeout).
+	HTTPClient *http.Client
+	// Limits bound its ingress (zero: the defaults).
+	Limits Options
+
+	live live
+}
+
+// Registration is the extension's registration.
+func Registration(ext *Extension) extension.Registration {
+	if ext == nil {
+		ext = &Extension{}
+	}
+	return inproc.Registration(ext)
+}
+
+var (
+	_ inproc.Configurable    = (*Extension)(nil)
+	_ inproc.ConfigInspector = (*Extension)(nil)
+	_ inproc.Ingresser       = (*Extension)(nil)
+	_ inproc.OptIn           = (*Extension)(nil)
+	_ inproc.Operator        = (*Extension)(nil)
+	_ inproc.Toolsetter      = (*Extension)(nil)
+	_ inproc.Playbooker      = (*Extension)(nil)
+)
+
+func (*Extension) Name() string { return Name }
+
+func (*Extension) OptIn() bool { return true }
+
+// CheckConfig checks extensions.slack.config strictly.
+func (*Extension) CheckConfig(raw json.RawMessage) error {
+	_, err := parseConfig(raw)
+	return err
+}
+
+// InspectConfig reports the secrets' names, the scopes the channels go to
+// and a listener beyond loopback.
+func (*Extension) InspectConfig(raw json.RawMessage) extension.ConfigReport {
+	c, err := parseConfig(raw)
+	if err != nil {
+		return extension.ConfigReport{}
+	}
+	return inspect(c)
+}
+
+// Ingress is its Events API ingress, which also holds, while the daemon
+// runs it, the host the operations resolve the bot token through.
+func (e *Extension) Ingress() extension.Ingress { return ingress{ext: e} }
+
+type ingress struct{ ext *Extension }
+
+// Source is slack.events.
+func (ingress) Source() string { return Source }
+
+// errNoClock: the extension was registered without a clock, so the
+// ingress cannot check timestamps and does not run.
+var errNoClock = errors.New("slack: the ingress has no clock")
+
+// Serve runs the Events API listener while ctx lasts, when the config
+// turns it on. With an api config it also lends the operations host,
+// through which they resolve the bot token, until ctx ends (so with the
+// listener off it returns only then): the token lives as long as this run
+// of the config, in memory only.
+func (i ingress) Serve(ctx context.Context, raw json.RawMessage, host extension.IngressHost) error {
+	c, err := parseConfig(raw)
+	if err != nil {
+		return err
+	}
+	if c.API != nil {
+		run := i.ext.live.attach(host, c.API)
+		defer i.ext.live.detach(run)
+	}
+	if c.Ingress == nil || !c.Ingress.Enabled {
+		if c.API != nil {
+			<-ctx.Done()
+		}
+		return nil
+	}
+	if i.ext.Now == nil {
+		return errNoClock
+	}
+	return serve(ctx, c, host, i.ext.Now, i.ext.Limits)
+}
+
+// AdmitsTrace admits a route trace of source slack.events in a scope some
+// channel's claim names.
+func (ingress) AdmitsTrace(raw json.RawMessage, scope string) bool {
+	c, err := parseConfig(raw)
+	if err != nil {
+		return false
+	}
+	return c.admits(scope)
+}
