@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/management"
+)
+
+// envelope decodes the JSON error envelope a failure prints with --json.
+func envelope(t *testing.T, stderr string) (code, message string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stderr))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || dec.More() || e.Error.Code == "" || e.Error.Message == "" {
+		t.Fatalf("stderr is not one error envelope (%v): %q", err, stderr)
+	}
+	return e.Error.Code, e.Error.Message
+}
+
+// A request the daemon refuses as invalid exits 2, as a usage error the
+// CLI finds itself does; a refusal of another kind exits 1.
+func TestDaemonUsageErrorsExit2(t *testing.T) {
+	serveStack(t)
+	for _, args := range [][]string{
+		{"work", "list", "--limit", "501"},
+		{"work", "list", "--state", "sleeping"},
+		{"events", "list", "--limit", "0x"},
+		{"emit", "core.manual", "--scope", "setup"},
+	} {
+		code, _, errs := run(t, args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d (%q), want 2", args, code, errs)
+		}
+	}
+	if code, _, errs := run(t, "work", "list", "--limit", "501"); !strings.Contains(errs, "invalid_request") {
+		t.Errorf("--limit 501: exit %d, %q does not name invalid_request", code, errs)
+	}
+	if code, _, errs := run(t, "work", "get", "wrk_nope"); code != ExitFailed {
+		t.Errorf("missing Work: exit %d (%q), want 1", code, errs)
+	}
+}
+
+// A role refusal names the code, the role needed and the command, never
+// the HTTP route.
+func TestForbiddenRoleNamesTheCommand(t *testing.T) {
+	h := serveStack(t)
+	file, _ := h.AddOperator(t, "viewer", management.RoleView)
+	code, _, errs := run(t, "--token-file", file, "work", "cancel", "wrk_x")
+	if code != ExitFailed || !strings.Contains(errs, "forbidden_role") || !strings.Contains(errs, "`open-conduit work cancel` needs the operate role") ||
+		!strings.Contains(errs, "role is view") || strings.Contains(errs, "/v1/") {
+		t.Errorf("role refusal: exit %d, %q", code, errs)
+	}
+	code, out, errs := run(t, "--token-file", file, "work", "cancel", "wrk_x", "--json")
+	if c, msg := envelope(t, errs); code != ExitFailed || out != "" || c != "forbidden_role" || !strings.Contains(msg, "operate") || strings.HasPrefix(msg, "forbidden_role") {
+		t.Errorf("role refusal with --json: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// With --json every failure is the error envelope on stderr, with the
+// exit status it has without --json.
+func TestJSONErrors(t *testing.T) {
+	serveStack(t)
+	cases := []struct {
+		args []string
+		exit int
+		code string
+	}{
+		{[]string{"work", "list", "--limit", "501", "--json"}, ExitUsage, "invalid_request"},
+		{[]string{"work", "get", "wrk_nope", "--json"}, ExitFailed, "not_found"},
+		{[]string{"work", "create", "--json"}, ExitUsage, "usage"},
+		{[]string{"work", "list", "--json", "--bogus"}, ExitUsage, "usage"},
+		{[]string{"work", "get", "--json"}, ExitUsage, "usage"},
+		{[]string{"work", "get", "wrk_nope", "--json", "--endpoint", filepath.Join(t.TempDir(), "none.sock")}, ExitFailed, "unreachable"},
+	}
+	for _, tc := range cases {
+		code, out, errs := run(t, tc.args...)
+		if code != tc.exit || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want %d and nothing", tc.args, code, out, tc.exit)
+			continue
+		}
+		if c, _ := envelope(t, errs); c != tc.code {
+			t.Errorf("%v: code %q, want %q", tc.args, c, tc.code)
+		}
+		// The same failure without --json exits the same.
+		var plain []string
+		for _, a := range tc.args {
+			if a != "--json" {
+				plain = append(plain, a)
+			}
+		}
+		if code, _, errs := run(t, plain...); code != tc.exit || strings.HasPrefix(errs, "{") {
+			t.Errorf("%v: exit %d %q without --json", plain, code, errs)
+		}
+	}
+}
