@@ -1,10 +1,18 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/storage"
 
 	"github.com/open-conduit/open-conduit/internal/management"
 )
@@ -100,5 +108,63 @@ func TestJSONErrors(t *testing.T) {
 		if code, _, errs := run(t, plain...); code != tc.exit || strings.HasPrefix(errs, "{") {
 			t.Errorf("%v: exit %d %q without --json", plain, code, errs)
 		}
+	}
+}
+
+// work create prints one JSON shape whether or not --wait follows the
+// Work: the create's answer, with the final Work in it after --wait, and
+// a failed Work's envelope on stderr.
+func TestWorkCreateJSONShape(t *testing.T) {
+	s := serveStack(t)
+	defer func(d time.Duration) { waitInterval = d }(waitInterval)
+	waitInterval = 5 * time.Millisecond
+	ctx := context.Background()
+	members := func(out string) (map[string]json.RawMessage, string) {
+		t.Helper()
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("not JSON: %q", out)
+		}
+		var keys []string
+		for k := range doc {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return doc, strings.Join(keys, ",")
+	}
+	first, plain := members(mustRun(t, 0, "work", "create", "--scope", "setup", "--json"))
+	var fw struct{ ID string }
+	json.Unmarshal(first["work"], &fw)
+	finish := func(id string) {
+		t.Helper()
+		if err := s.Store.WithTx(ctx, func(tx storage.Tx) error {
+			_, _, err := s.Runtime.FinishWorkInTx(ctx, tx, id, kernel.Finish{State: storage.WorkFailed, Message: "exit status 3"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish(fw.ID) // so that the next ready Work is --wait's
+
+	before := countWork(t, s)
+	var wg sync.WaitGroup
+	var code int
+	var out, errs bytes.Buffer
+	wg.Go(func() {
+		code = Main(ctx, []string{"work", "create", "--scope", "setup", "--json", "--wait"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errs})
+	})
+	finish(awaitNewWork(t, s, before))
+	wg.Wait()
+	doc, waited := members(out.String())
+	if waited != plain || !strings.Contains(plain, "work") || !strings.Contains(plain, "created_event") {
+		t.Errorf("--json --wait members %s, --json %s", waited, plain)
+	}
+	var w struct{ State string }
+	json.Unmarshal(doc["work"], &w)
+	if w.State != "failed" {
+		t.Errorf("--wait's work is %s, want the final failed: %s", w.State, out.String())
+	}
+	if c, _ := envelope(t, errs.String()); code != ExitFailed || c != "work_failed" {
+		t.Errorf("failed Work: exit %d, stderr %q", code, errs.String())
 	}
 }

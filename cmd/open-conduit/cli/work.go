@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/cliexit"
 )
 
 func init() { commands = append(commands, newWorkCmd) }
@@ -151,7 +153,7 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 				return clientFailure(err, t)
 			}
 			if wantJSON(cmd) && !wait {
-				return printRaw(s.Out, out.Raw)
+				return printCreated(s.Out, out.Raw, nil)
 			}
 			w := out.Work
 			if !wantJSON(cmd) {
@@ -165,7 +167,7 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 				fmt.Fprintf(s.Out, "Follow it with: open-conduit work get %s\n", w.ID)
 				return nil
 			}
-			return followWork(cmd, s, c, t, w.ID)
+			return followWork(cmd, s, c, t, w.ID, out.Raw)
 		},
 	}
 	f := cmd.Flags()
@@ -180,10 +182,30 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 	return cmd
 }
 
+// printCreated prints work create's one JSON shape: the API's answer to
+// the create (work, created_event, input_event, existing), with work
+// replaced by final when --wait followed it to its end, so that --json
+// prints the same members with and without --wait.
+func printCreated(w io.Writer, created, final []byte) error {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(created, &doc); err != nil {
+		return failf("the daemon's answer to work create is not a JSON object: %v", err)
+	}
+	if final != nil {
+		doc["work"] = json.RawMessage(final)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return failf("cannot encode work create's answer: %v", err)
+	}
+	return printRaw(w, b)
+}
+
 // followWork reads the Work every waitInterval (sending its last ETag, so
 // an unchanged Work costs no body) until it has finished or is held, then
-// prints the outcome and how to read its log.
-func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id string) error {
+// prints the outcome and how to read its log (with --json, created, the
+// create's answer, with the final Work in it).
+func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id string, created []byte) error {
 	ctx := cmd.Context()
 	etag, state := "", ""
 	var w *client.Work
@@ -212,7 +234,7 @@ func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id st
 		}
 	}
 	if wantJSON(cmd) {
-		if err := printRaw(s.Out, w.Raw); err != nil {
+		if err := printCreated(s.Out, created, w.Raw); err != nil {
 			return err
 		}
 	} else {
@@ -226,9 +248,9 @@ func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id st
 	case w.State == "succeeded":
 		return nil
 	case w.Held():
-		return failf("Work %s is held (%s): %s; release it with: open-conduit work retry %s", w.ID, w.BlockedReason, w.BlockedDetail, w.ID)
+		return cliexit.Coded(ExitFailed, "work_held", "Work %s is held (%s): %s; release it with: open-conduit work retry %s", w.ID, w.BlockedReason, w.BlockedDetail, w.ID)
 	default:
-		return failf("Work %s %s", w.ID, w.State)
+		return cliexit.Coded(ExitFailed, "work_"+w.State, "Work %s %s", w.ID, w.State)
 	}
 }
 
