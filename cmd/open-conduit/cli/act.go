@@ -13,7 +13,7 @@ import (
 func init() { commands = append(commands, newActionsCmd, newActCmd) }
 
 func newActionsCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "actions",
 		Short: "List the actions extensions offer operators",
 		Long: `List every action the daemon's extensions register, by name, with what it
@@ -25,7 +25,7 @@ action's input schema too.`,
 				return []string{a.Name, a.Summary}
 			})
 		},
-	}
+	})
 }
 
 func newActCmd(s Streams) *cobra.Command {

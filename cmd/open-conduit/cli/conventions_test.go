@@ -168,3 +168,42 @@ func TestWorkCreateJSONShape(t *testing.T) {
 		t.Errorf("failed Work: exit %d, stderr %q", code, errs.String())
 	}
 }
+
+// -o json is --json, -o name one id per line, -o wide the extra columns;
+// -o yaml and an unknown format are usage errors.
+func TestOutputFormats(t *testing.T) {
+	serveStack(t)
+	a := workID.FindString(mustRun(t, 0, "work", "create", "--scope", "setup"))
+	b := workID.FindString(mustRun(t, 0, "work", "create", "--scope", "setup"))
+	if got, want := mustRun(t, 0, "work", "list", "-o", "json"), mustRun(t, 0, "work", "list", "--json"); got != want {
+		t.Errorf("-o json %q, --json %q", got, want)
+	}
+	names := strings.Fields(mustRun(t, 0, "work", "list", "-o", "name"))
+	sort.Strings(names)
+	ab := []string{a, b}
+	sort.Strings(ab)
+	if strings.Join(names, " ") != strings.Join(ab, " ") {
+		t.Errorf("-o name listed %v, want %v", names, ab)
+	}
+	if out := mustRun(t, 0, "work", "get", a, "-o", "name"); out != a+"\n" {
+		t.Errorf("get -o name said %q", out)
+	}
+	if out := mustRun(t, 0, "work", "get", a, "-o", "json"); !strings.HasPrefix(out, `{"id":"`+a) {
+		t.Errorf("get -o json said %q", out)
+	}
+	wide := mustRun(t, 0, "work", "list", "-o", "wide")
+	if !strings.Contains(wide, "CREATED EVENT") || !strings.Contains(wide, "UPDATED") || strings.Contains(mustRun(t, 0, "work", "list"), "CREATED EVENT") {
+		t.Errorf("-o wide said %q", wide)
+	}
+	for _, args := range [][]string{{"events", "list", "-o", "wide"}, {"executions", "list", "-o", "wide"}, {"waits", "-o", "wide"}} {
+		if out := mustRun(t, 0, args...); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "SCOPE") {
+			t.Errorf("%v said %q", args, out)
+		}
+	}
+	for _, o := range []string{"yaml", "xml"} {
+		code, out, errs := run(t, "work", "list", "-o", o)
+		if code != ExitUsage || out != "" || !strings.Contains(errs, "-o") {
+			t.Errorf("-o %s: exit %d %q %q", o, code, out, errs)
+		}
+	}
+}

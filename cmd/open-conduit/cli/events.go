@@ -44,10 +44,12 @@ func newEventsListCmd(s Streams) *cobra.Command {
 		Short: "List Events in the order they were accepted",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
 				f.Page = lf.page()
 				return c.ListEvents(ctx, f)
-			}, eventHeader, eventRow(false))
+			}, eventHeader, eventRow(false), []string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}, func(e client.Event) []string {
+				return []string{or(e.Work, "-"), or(e.Execution, "-"), or(e.Actor, "-"), or(e.Parent, "-"), itoa(int64(e.Depth))}
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -62,7 +64,7 @@ func newEventsListCmd(s Streams) *cobra.Command {
 }
 
 func newEventsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one Event, with its data",
 		Args:  oneArg("Event ID"),
@@ -75,8 +77,8 @@ func newEventsGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, e.Raw)
+			if done, err := printAs(cmd, s.Out, e.Raw, e.ID); done {
+				return err
 			}
 			rows := [][]string{
 				{"event", e.ID}, {"seq", itoa(e.Seq)}, {"type", e.Type}, {"source", e.Source}, {"scope", e.Scope},
@@ -86,7 +88,7 @@ func newEventsGetCmd(s Streams) *cobra.Command {
 			}
 			return printLines(s.Out, rows)
 		},
-	}
+	})
 }
 
 func newEventsChainCmd(s Streams) *cobra.Command {

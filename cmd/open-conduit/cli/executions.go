@@ -32,11 +32,13 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 		Short: "List executions, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
 				f.Page = lf.page()
 				return c.ListExecutions(ctx, f)
 			}, []string{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}, func(e client.Execution) []string {
 				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exitCode(e), itoa(e.Epoch), when(e.CreatedAt)}
+			}, []string{"BINDING", "EXECUTOR", "GENERATION", "DEADLINE", "UPDATED"}, func(e client.Execution) []string {
+				return []string{e.Binding, e.Executor, itoa(e.Generation), when(e.Deadline), when(e.UpdatedAt)}
 			})
 		},
 	}
@@ -48,7 +50,7 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 }
 
 func newExecutionsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one execution",
 		Args:  oneArg("execution ID"),
@@ -61,8 +63,8 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, e.Raw)
+			if done, err := printAs(cmd, s.Out, e.Raw, e.ID); done {
+				return err
 			}
 			rows := [][]string{
 				{"execution", e.ID}, {"work", e.Work}, {"scope", e.Scope}, {"binding", e.Binding}, {"executor", e.Executor},
@@ -79,7 +81,7 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 				[]string{"deadline", when(e.Deadline)}, []string{"created", when(e.CreatedAt)}, []string{"updated", when(e.UpdatedAt)})
 			return printLines(s.Out, rows)
 		},
-	}
+	})
 }
 
 // exitCode shows the exit code the daemon observed, or "-" when it

@@ -18,7 +18,7 @@ func newWaitsCmd(s Streams) *cobra.Command {
 		Short: "List waits: what a Work is waiting for",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Wait], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Wait], error) {
 				f.Page = lf.page()
 				return c.ListWaits(ctx, f)
 			}, []string{"ID", "WORK", "STATE", "TYPES", "KEYS", "TIMEOUT", "CREATED"}, func(w client.Wait) []string {
@@ -27,6 +27,8 @@ func newWaitsCmd(s Streams) *cobra.Command {
 					keys = "(the Work's keys)"
 				}
 				return []string{w.ID, w.Work, w.State, joinOr(w.Types, "any"), keys, when(w.TimeoutAt), when(w.CreatedAt)}
+			}, []string{"SCOPE", "EXECUTION", "SATISFIED BY"}, func(w client.Wait) []string {
+				return []string{w.Scope, or(w.Execution, "-"), or(w.SatisfiedBy, "-")}
 			})
 		},
 	}

@@ -41,11 +41,13 @@ func newWorkListCmd(s Streams) *cobra.Command {
 		Short: "List Work, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
 				f.Page = lf.page()
 				return c.ListWork(ctx, f)
 			}, []string{"ID", "SCOPE", "BINDING", "STATE", "HELD", "ATTEMPTS", "CREATED"}, func(w client.Work) []string {
 				return []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)}
+			}, []string{"WAITING ON", "PARENT", "INPUTS", "CREATED EVENT", "UPDATED"}, func(w client.Work) []string {
+				return []string{or(w.WaitReason, "-"), or(w.Parent, "-"), itoa(w.InputCount), w.CreatedEvent, when(w.UpdatedAt)}
 			})
 		},
 	}
@@ -91,7 +93,7 @@ func printWork(w io.Writer, wk *client.Work) error {
 }
 
 func newWorkGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one Work",
 		Args:  oneArg("Work ID"),
@@ -104,12 +106,12 @@ func newWorkGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, w.Raw)
+			if done, err := printAs(cmd, s.Out, w.Raw, w.ID); done {
+				return err
 			}
 			return printWork(s.Out, w)
 		},
-	}
+	})
 }
 
 func newWorkCreateCmd(s Streams) *cobra.Command {
