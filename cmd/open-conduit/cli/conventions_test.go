@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -205,5 +206,80 @@ func TestOutputFormats(t *testing.T) {
 		if code != ExitUsage || out != "" || !strings.Contains(errs, "-o") {
 			t.Errorf("-o %s: exit %d %q %q", o, code, out, errs)
 		}
+	}
+}
+
+// The main lists run newest first; --reverse oldest first; --all follows
+// the cursors to the end; --since stops at the first older item.
+func TestListOrderAllAndSince(t *testing.T) {
+	s := serveStack(t)
+	var ids []string
+	var second time.Time
+	for i := range 4 {
+		s.Clock.Advance(time.Minute)
+		if i == 1 {
+			second = s.Clock.Now()
+		}
+		ids = append(ids, workID.FindString(mustRun(t, 0, "work", "create", "--scope", "setup")))
+	}
+	names := func(args ...string) string {
+		t.Helper()
+		code, out, errs := run(t, append([]string{"work", "list", "-o", "name"}, args...)...)
+		if code != 0 {
+			t.Fatalf("work list %v: exit %d %q", args, code, errs)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	newest := ids[3] + " " + ids[2] + " " + ids[1] + " " + ids[0]
+	oldest := ids[0] + " " + ids[1] + " " + ids[2] + " " + ids[3]
+	if got := names(); got != newest {
+		t.Errorf("default order %s, want newest first %s", got, newest)
+	}
+	if got := names("--reverse"); got != oldest {
+		t.Errorf("--reverse %s, want %s", got, oldest)
+	}
+	// One page of two, newest first, says where the next begins; --all
+	// reads every page and prints no cursor.
+	code, out, errs := run(t, "work", "list", "-o", "name", "--limit", "2")
+	if code != 0 || strings.Join(strings.Fields(out), " ") != ids[3]+" "+ids[2] || !strings.Contains(errs, "--cursor") {
+		t.Errorf("--limit 2: %d %q %q", code, out, errs)
+	}
+	m := regexp.MustCompile(`--cursor (\S+)`).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("no cursor in %q", errs)
+	}
+	if got := names("--limit", "2", "--cursor", m[1]); got != ids[1]+" "+ids[0] {
+		t.Errorf("second page %s", got)
+	}
+	code, out, errs = run(t, "work", "list", "-o", "name", "--limit", "1", "--all")
+	if code != 0 || strings.Join(strings.Fields(out), " ") != newest || errs != "" {
+		t.Errorf("--all: %d %q %q", code, out, errs)
+	}
+	if got := names("--limit", "1", "--all", "--reverse"); got != oldest {
+		t.Errorf("--all --reverse %s", got)
+	}
+	var all struct{ Items []map[string]any }
+	js := mustRun(t, 0, "work", "list", "--limit", "1", "--all", "--json")
+	if err := json.Unmarshal([]byte(js), &all); err != nil || len(all.Items) != 4 || strings.Contains(js, "next_cursor") {
+		t.Errorf("--all --json: %v %q", err, js)
+	}
+	since := second.UTC().Format(time.RFC3339Nano)
+	if got := names("--since", since, "--limit", "1"); got != ids[3]+" "+ids[2]+" "+ids[1] {
+		t.Errorf("--since %s: %s", since, got)
+	}
+	if got := names("--since", since, "--reverse"); got != ids[1]+" "+ids[2]+" "+ids[3] {
+		t.Errorf("--since --reverse: %s", got)
+	}
+	if code, _, errs := run(t, "work", "list", "--since", "yesterday"); code != ExitUsage {
+		t.Errorf("bad --since: exit %d %q", code, errs)
+	}
+	// The other main lists take the same flags, newest first.
+	for _, args := range [][]string{{"events", "list"}, {"executions", "list"}, {"waits"}} {
+		mustRun(t, 0, append(args, "--all", "--reverse", "--since", "1h")...)
+	}
+	var ev struct{ Items []struct{ Seq int64 } }
+	json.Unmarshal([]byte(mustRun(t, 0, "events", "list", "--json")), &ev)
+	if len(ev.Items) < 2 || ev.Items[0].Seq < ev.Items[1].Seq {
+		t.Errorf("events are not newest first: %+v", ev.Items)
 	}
 }

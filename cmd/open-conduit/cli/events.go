@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,15 +42,15 @@ func newEventsListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--scope S] [--work W] [--execution E] [--type T] [--root EVT] [--correlation-key K]",
-		Short: "List Events in the order they were accepted",
+		Short: "List Events, the newest accepted first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
 				f.Page = lf.page()
 				return c.ListEvents(ctx, f)
-			}, eventHeader, eventRow(false), []string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}, func(e client.Event) []string {
+			}, eventHeader, eventRow(false), listExtra[client.Event]{[]string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}, func(e client.Event) []string {
 				return []string{or(e.Work, "-"), or(e.Execution, "-"), or(e.Actor, "-"), or(e.Parent, "-"), itoa(int64(e.Depth))}
-			})
+			}, func(e client.Event) time.Time { return e.AcceptedAt }})
 		},
 	}
 	fl := cmd.Flags()
@@ -59,7 +60,7 @@ func newEventsListCmd(s Streams) *cobra.Command {
 	fl.StringVar(&f.Type, "type", "", "only Events of this type")
 	fl.StringVar(&f.Root, "root", "", "only Events of the causal chain with this root")
 	fl.StringVar(&f.CorrelationKey, "correlation-key", "", "only Events with this correlation key")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 

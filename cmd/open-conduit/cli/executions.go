@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,7 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--work W] [--scope S] [--state STATE]",
-		Short: "List executions, oldest first",
+		Short: "List executions, newest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
@@ -37,15 +38,15 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 				return c.ListExecutions(ctx, f)
 			}, []string{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}, func(e client.Execution) []string {
 				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exitCode(e), itoa(e.Epoch), when(e.CreatedAt)}
-			}, []string{"BINDING", "EXECUTOR", "GENERATION", "DEADLINE", "UPDATED"}, func(e client.Execution) []string {
+			}, listExtra[client.Execution]{[]string{"BINDING", "EXECUTOR", "GENERATION", "DEADLINE", "UPDATED"}, func(e client.Execution) []string {
 				return []string{e.Binding, e.Executor, itoa(e.Generation), when(e.Deadline), when(e.UpdatedAt)}
-			})
+			}, func(e client.Execution) time.Time { return e.CreatedAt }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the attempts of this Work")
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only executions of this scope")
 	cmd.Flags().StringVar(&f.State, "state", "", "only executions in this state: running, parked, stopping or finished")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 

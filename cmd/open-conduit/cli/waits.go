@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,14 +28,14 @@ func newWaitsCmd(s Streams) *cobra.Command {
 					keys = "(the Work's keys)"
 				}
 				return []string{w.ID, w.Work, w.State, joinOr(w.Types, "any"), keys, when(w.TimeoutAt), when(w.CreatedAt)}
-			}, []string{"SCOPE", "EXECUTION", "SATISFIED BY"}, func(w client.Wait) []string {
+			}, listExtra[client.Wait]{[]string{"SCOPE", "EXECUTION", "SATISFIED BY"}, func(w client.Wait) []string {
 				return []string{w.Scope, or(w.Execution, "-"), or(w.SatisfiedBy, "-")}
-			})
+			}, func(w client.Wait) time.Time { return w.CreatedAt }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the waits of this Work")
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only waits of this scope")
 	cmd.Flags().StringVar(&f.State, "state", "", "only waits in this state: active, satisfied, timed_out or cancelled")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }

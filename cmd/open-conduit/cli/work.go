@@ -38,7 +38,7 @@ func newWorkListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--scope S] [--state STATE] [--parent WORK]",
-		Short: "List Work, oldest first",
+		Short: "List Work, newest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
@@ -46,15 +46,15 @@ func newWorkListCmd(s Streams) *cobra.Command {
 				return c.ListWork(ctx, f)
 			}, []string{"ID", "SCOPE", "BINDING", "STATE", "HELD", "ATTEMPTS", "CREATED"}, func(w client.Work) []string {
 				return []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)}
-			}, []string{"WAITING ON", "PARENT", "INPUTS", "CREATED EVENT", "UPDATED"}, func(w client.Work) []string {
+			}, listExtra[client.Work]{[]string{"WAITING ON", "PARENT", "INPUTS", "CREATED EVENT", "UPDATED"}, func(w client.Work) []string {
 				return []string{or(w.WaitReason, "-"), or(w.Parent, "-"), itoa(w.InputCount), w.CreatedEvent, when(w.UpdatedAt)}
-			})
+			}, func(w client.Work) time.Time { return w.CreatedAt }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only Work of this scope")
 	cmd.Flags().StringVar(&f.State, "state", "", "only Work in this state: ready, running, waiting, succeeded, failed or cancelled")
 	cmd.Flags().StringVar(&f.Parent, "parent", "", "only the children of this Work")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 
