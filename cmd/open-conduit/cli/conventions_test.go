@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 
@@ -281,5 +283,80 @@ func TestListOrderAllAndSince(t *testing.T) {
 	json.Unmarshal([]byte(mustRun(t, 0, "events", "list", "--json")), &ev)
 	if len(ev.Items) < 2 || ev.Items[0].Seq < ev.Items[1].Seq {
 		t.Errorf("events are not newest first: %+v", ev.Items)
+	}
+}
+
+// Every command's help has an example, and the examples name only
+// commands that exist.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	root := NewRoot(Streams{})
+	seen := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		seen[c.CommandPath()] = true
+		if !c.Hidden && !strings.Contains(c.Example, c.CommandPath()) {
+			t.Errorf("%s has no example of itself: %q", c.CommandPath(), c.Example)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	for p := range examples {
+		if !seen[p] {
+			t.Errorf("examples names %q, which is no command", p)
+		}
+	}
+}
+
+// The consistent verbs: executions cancel (execution cancel kept),
+// waits list (waits kept), actions list (actions kept); a typo in a
+// subcommand is a usage error that suggests the right one.
+func TestVerbsAndSuggestions(t *testing.T) {
+	serveStack(t)
+	if a, b := mustRun(t, 0, "waits", "list"), mustRun(t, 0, "waits"); a != b || !strings.Contains(a, "TYPES") {
+		t.Errorf("waits list %q, waits %q", a, b)
+	}
+	if a, b := mustRun(t, 0, "actions", "list"), mustRun(t, 0, "actions"); a != b || !strings.Contains(a, "SUMMARY") {
+		t.Errorf("actions list %q, actions %q", a, b)
+	}
+	for _, verb := range []string{"executions", "execution"} {
+		if out := mustRun(t, 1, verb, "cancel", "exe_nope"); !strings.Contains(out, "not_found") {
+			t.Errorf("%s cancel of a missing execution said %q", verb, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"work", "lsit"}, `did you mean list`},
+		{[]string{"executions", "cancle", "x"}, `did you mean cancel`},
+		{[]string{"wrok"}, "work"},
+	} {
+		code, _, errs := run(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d %q, want 2 suggesting %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// Shell completion: the script for each shell, and ids, scopes and
+// bindings from the daemon.
+func TestCompletion(t *testing.T) {
+	serveStack(t)
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if out := mustRun(t, 0, "completion", sh); !strings.Contains(out, "open-conduit") {
+			t.Errorf("completion %s printed %q", sh, out)
+		}
+	}
+	id := workID.FindString(mustRun(t, 0, "work", "create", "--scope", "setup"))
+	if out := mustRun(t, 0, "__complete", "work", "cancel", ""); !strings.Contains(out, id+"\tready in setup") {
+		t.Errorf("Work ids completed as %q", out)
+	}
+	if out := mustRun(t, 0, "__complete", "work", "create", "--scope", ""); !strings.Contains(out, "setup\n") {
+		t.Errorf("scopes completed as %q", out)
+	}
+	if out := mustRun(t, 0, "__complete", "work", "create", "--scope", "setup", "--binding", ""); !strings.Contains(out, "shell\n") {
+		t.Errorf("bindings completed as %q", out)
 	}
 }

@@ -16,11 +16,11 @@ func init() { commands = append(commands, newExecutionsCmd, newExecutionCmd) }
 func newExecutionsCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "executions",
-		Short: "List and show executions (the attempts of Work)",
+		Short: "List, show and cancel executions (the attempts of Work)",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID, logs ID"),
+		RunE:  subcommandNeeded("list, get ID, cancel ID, logs ID"),
 	}
-	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s),
+	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s), newExecutionCancelCmd(s),
 		newLogCmd(s, "logs EXECUTION [-f] [--tail N]", "Write one execution's log, following it while it runs", "execution ID", false))
 	return cmd
 }
@@ -111,15 +111,22 @@ func agentRows(e client.Execution) [][]string {
 	return rows
 }
 
-// newExecutionCmd is `open-conduit execution cancel ID`.
+// newExecutionCmd is `open-conduit execution cancel ID`, kept as an alias
+// of `executions cancel`.
 func newExecutionCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "execution",
-		Short: "Cancel one execution",
+		Short: "Cancel one execution (as executions cancel)",
 		Args:  cobra.NoArgs,
 		RunE:  subcommandNeeded("cancel ID"),
 	}
-	cmd.AddCommand(controlCmd(s, "cancel ID [--reason R]", "Stop one attempt and hold its Work until a retry",
+	cmd.AddCommand(newExecutionCancelCmd(s))
+	return cmd
+}
+
+// newExecutionCancelCmd is the cancel of executions and execution.
+func newExecutionCancelCmd(s Streams) *cobra.Command {
+	return controlCmd(s, "cancel ID [--reason R]", "Stop one attempt and hold its Work until a retry",
 		`Cancel one execution: its attempt is fenced (the daemon stops the process)
 and its Work is held (operator_cancelled) until 'open-conduit work retry'
 starts a new attempt.`, "execution ID",
@@ -131,6 +138,5 @@ starts a new attempt.`, "execution ID",
 				return fmt.Sprintf("Work %s is held until: open-conduit work retry %s", r.Work.ID, r.Work.ID)
 			}
 			return fmt.Sprintf("Execution %s is %s; Work %s is held until: open-conduit work retry %s", r.Execution.ID, r.Execution.State, r.Work.ID, r.Work.ID)
-		}))
-	return cmd
+		})
 }

@@ -54,6 +54,7 @@ func NewRoot(s Streams) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(s))
 	}
+	finishTree(root)
 	return root
 }
 

@@ -11,11 +11,18 @@ import (
 
 func init() { commands = append(commands, newWaitsCmd) }
 
+// newWaitsCmd is `waits`, which lists as `waits list` does.
 func newWaitsCmd(s Streams) *cobra.Command {
+	cmd := newWaitsListCmd(s, "waits [--work W] [--scope S] [--state STATE]")
+	cmd.AddCommand(newWaitsListCmd(s, "list [--work W] [--scope S] [--state STATE]"))
+	return cmd
+}
+
+func newWaitsListCmd(s Streams, use string) *cobra.Command {
 	var f client.WaitFilter
 	var lf listFlags
 	cmd := &cobra.Command{
-		Use:   "waits [--work W] [--scope S] [--state STATE]",
+		Use:   use,
 		Short: "List waits: what a Work is waiting for",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
