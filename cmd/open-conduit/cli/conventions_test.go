@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/open-conduit/open-conduit/internal/ids"
 	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/storage"
 
 	"github.com/open-conduit/open-conduit/internal/management"
@@ -359,4 +362,62 @@ func TestCompletion(t *testing.T) {
 	if out := mustRun(t, 0, "__complete", "work", "create", "--scope", "setup", "--binding", ""); !strings.Contains(out, "shell\n") {
 		t.Errorf("bindings completed as %q", out)
 	}
+}
+
+// work create --wait follows its Work across a restart of the daemon: it
+// reconnects when the socket answers again and reports the outcome.
+func TestWorkCreateWaitSurvivesRestart(t *testing.T) {
+	s := serveStack(t)
+	defer func(d time.Duration) { waitInterval = d }(waitInterval)
+	waitInterval = 5 * time.Millisecond
+	ctx := context.Background()
+	before := countWork(t, s)
+	var wg sync.WaitGroup
+	var code int
+	var out, errs syncBuffer
+	wg.Go(func() {
+		code = Main(ctx, []string{"work", "create", "--scope", "setup", "--wait"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errs})
+	})
+	id := awaitNewWork(t, s, before)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The command notices the daemon is gone before it comes back.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errs.String(), "reconnecting") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command did not notice the stop: %q", errs.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// A restarted daemon draws new ids (a seed of its own).
+	again := mgmttest.StartStack(t, mgmttest.StackOptions{StateDir: s.StateDir, IDs: ids.NewGenerator(s.Clock, rand.NewChaCha8([32]byte{42}))})
+	if err := again.Store.WithTx(ctx, func(tx storage.Tx) error {
+		_, _, err := again.Runtime.FinishWorkInTx(ctx, tx, id, kernel.Finish{State: storage.WorkSucceeded, Message: "exit status 0"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if code != 0 || !strings.Contains(errs.String(), "reconnected") || !strings.Contains(out.String(), "succeeded") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out.String(), errs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,17 @@ func init() { commands = append(commands, newWorkCmd) }
 // waitInterval is how often `work create --wait` reads the Work again. It
 // waits on the daemon's progress, not on a deadline; tests shorten it.
 var waitInterval = 500 * time.Millisecond
+
+// reconnectFor is how long `work create --wait` keeps trying a daemon that
+// stopped answering (a restart) before it gives up.
+var reconnectFor = 2 * time.Minute
+
+// restarting reports whether err says nothing listens on the socket now:
+// the daemon stopped, and may be starting again.
+func restarting(err error) bool {
+	var ue *client.UnreachableError
+	return errors.As(err, &ue) && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED))
+}
 
 func newWorkCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -211,13 +223,34 @@ func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id st
 	ctx := cmd.Context()
 	etag, state := "", ""
 	var w *client.Work
+	var lost time.Time // when the daemon stopped answering
 	for {
 		got, err := c.GetWork(ctx, id, &client.RequestOptions{IfNoneMatch: etag})
 		if err != nil {
 			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 				return failf("stopped following Work %s; it goes on: open-conduit work get %s", id, id)
 			}
-			return clientFailure(err, t)
+			if !restarting(err) || (!lost.IsZero() && time.Since(lost) > reconnectFor) {
+				return clientFailure(err, t)
+			}
+			if lost.IsZero() {
+				lost = time.Now()
+				if !wantJSON(cmd) {
+					fmt.Fprintf(s.Err, "%s  the daemon stopped answering; reconnecting for up to %s\n", lost.Format("15:04:05"), reconnectFor)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return failf("stopped following Work %s; it goes on: open-conduit work get %s", id, id)
+			case <-time.After(waitInterval):
+			}
+			continue
+		}
+		if !lost.IsZero() {
+			lost = time.Time{}
+			if !wantJSON(cmd) {
+				fmt.Fprintf(s.Err, "%s  reconnected\n", time.Now().Format("15:04:05"))
+			}
 		}
 		if !got.NotModified {
 			w, etag = got, got.ETag
