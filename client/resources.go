@@ -32,9 +32,15 @@ type List[T any] struct {
 type Page struct {
 	Limit  int
 	Cursor string
+	// Desc lists newest first (order=desc); the work, events, executions
+	// and waits lists take it. A cursor continues in the order it began.
+	Desc bool
 }
 
 func (p Page) add(q url.Values) {
+	if p.Desc {
+		q.Set("order", "desc")
+	}
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
 	}

@@ -90,8 +90,12 @@ func wantAllowed(t *testing.T, what string, code int, stdout, stderr string) {
 // wantRefused fails the test unless the command exited 1 saying want.
 func wantRefused(t *testing.T, what string, code int, stderr, want string) {
 	t.Helper()
-	if code != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("%s: exit %d %q, want 1 saying %q", what, code, stderr, want)
+	exit := 1
+	if strings.HasPrefix(want, "invalid_request") {
+		exit = 2 // the daemon found the request itself wrong: a usage error
+	}
+	if code != exit || !strings.Contains(stderr, want) {
+		t.Errorf("%s: exit %d %q, want %d saying %q", what, code, stderr, exit, want)
 	}
 }
 

@@ -513,7 +513,7 @@ func TestGracefulRestartServesTheSocketAgain(t *testing.T) {
 	wantRefusal(t, "the old token after the restart", sockDo(t, e.execSocket(x.ID), "POST", "/v1/toolbelt/call", oldToken, nil,
 		callBody(t, "read_context", map[string]any{}, nil)), 403, "forbidden")
 	var evs page[eventRecord]
-	e.cliJSON(&evs, "events", "list", "--execution", x.ID)
+	e.cliJSON(&evs, "events", "list", "--execution", x.ID, "--reverse") // oldest first
 	var types []string
 	for _, ev := range evs.Items {
 		types = append(types, ev.Type)

@@ -72,3 +72,31 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// With JSON, every failure is the envelope on one line, with the exit
+// code it has without.
+func TestRunWithJSON(t *testing.T) {
+	cases := []struct {
+		ret    error
+		args   []string
+		code   int
+		stderr string
+	}{
+		{Coded(Usage, "invalid_request", "invalid_request: limit must be 1 to 500"), []string{"do"}, Usage, `{"error":{"code":"invalid_request","message":"limit must be 1 to 500"}}` + "\n"},
+		{Failf("no luck"), []string{"do"}, Failed, `{"error":{"code":"failed","message":"no luck"}}` + "\n"},
+		{Usagef("bad"), []string{"do"}, Usage, `{"error":{"code":"usage","message":"bad"}}` + "\n"},
+		{Silent(Failed), []string{"do"}, Failed, ""},
+		{nil, []string{"two", "a"}, Usage, `{"error":{"code":"usage","message":"accepts 2 arg(s), received 1 (see 'prog two --help')"}}` + "\n"},
+	}
+	for _, tc := range cases {
+		var stderr bytes.Buffer
+		root := tree(tc.ret)
+		code := RunWith(context.Background(), root, tc.args, &stderr, RunOptions{JSON: func(*cobra.Command) bool { return true }})
+		if code != tc.code || stderr.String() != tc.stderr {
+			t.Errorf("RunWith(%v) = %d, %q; want %d, %q", tc.args, code, stderr.String(), tc.code, tc.stderr)
+		}
+		if CodeOf(tc.ret) == "" && tc.ret != nil && tc.stderr != "" {
+			t.Errorf("%v has no code", tc.ret)
+		}
+	}
+}

@@ -22,6 +22,7 @@ type eventFilters struct {
 	Type           string `json:"type"`
 	Root           string `json:"root"`
 	CorrelationKey string `json:"correlation_key"`
+	Order          string `json:"order,omitempty"`
 }
 
 // seqKey is a position in the acceptance sequence.
@@ -29,7 +30,8 @@ type seqKey int64
 
 // pageBySeq serves one page of events by acceptance sequence: the first
 // page captures the last sequence accepted as the bound, so events
-// accepted while the listing is paged never join it.
+// accepted while the listing is paged never join it. With p.Desc the
+// listing is newest first, each page going on below the last returned.
 func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor string, p storage.ListEventsParams) (api.Page[storage.Event], error) {
 	ctx := r.Context()
 	if cursor != "" {
@@ -68,14 +70,18 @@ func (rs *Resources) pageBySeq(r *http.Request, filters any, limit int, cursor s
 }
 
 func (rs *Resources) listEvents(r *http.Request) (any, error) {
-	q, limit, cursor, err := listQuery(r, "scope", "work", "execution", "type", "root", "correlation_key")
+	q, limit, cursor, err := listQuery(r, "scope", "work", "execution", "type", "root", "correlation_key", "order")
 	if err != nil {
 		return nil, err
 	}
 	f := eventFilters{Scope: q.Get("scope"), Work: q.Get("work"), Execution: q.Get("execution"), Type: q.Get("type"),
 		Root: q.Get("root"), CorrelationKey: q.Get("correlation_key")}
+	var desc bool
+	if f.Order, desc, err = listOrder(q); err != nil {
+		return nil, err
+	}
 	page, err := rs.pageBySeq(r, f, limit, cursor, storage.ListEventsParams{
-		Scope: f.Scope, Work: f.Work, Execution: f.Execution, Type: f.Type, Root: f.Root, CorrelationKey: f.CorrelationKey,
+		Scope: f.Scope, Work: f.Work, Execution: f.Execution, Type: f.Type, Root: f.Root, CorrelationKey: f.CorrelationKey, Desc: desc,
 	})
 	return listOut(page, err, eventOut)
 }

@@ -16,6 +16,7 @@ type executionFilters struct {
 	Work  string `json:"work"`
 	Scope string `json:"scope"`
 	State string `json:"state"`
+	Order string `json:"order,omitempty"`
 }
 
 const executionStates = "running, parked, stopping or finished"
@@ -29,11 +30,15 @@ func validExecutionState(s string) bool {
 }
 
 func (rs *Resources) listExecutions(r *http.Request) (any, error) {
-	q, limit, cursor, err := listQuery(r, "work", "scope", "state")
+	q, limit, cursor, err := listQuery(r, "work", "scope", "state", "order")
 	if err != nil {
 		return nil, err
 	}
 	f := executionFilters{Work: q.Get("work"), Scope: q.Get("scope"), State: q.Get("state")}
+	var desc bool
+	if f.Order, desc, err = listOrder(q); err != nil {
+		return nil, err
+	}
 	if err := checkState("state", f.State, validExecutionState, executionStates); err != nil {
 		return nil, err
 	}
@@ -42,7 +47,7 @@ func (rs *Resources) listExecutions(r *http.Request) (any, error) {
 		states = []storage.ExecutionState{storage.ExecutionState(f.State)}
 	}
 	ctx := r.Context()
-	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Execution, error) {
+	page, err := pageByCreatedOrder(rs.cursors, r, f, limit, cursor, desc, func(p storage.Page) ([]storage.Execution, error) {
 		return rs.store.ListExecutions(ctx, &storage.ListExecutionsParams{Work: f.Work, Scope: f.Scope, States: states, Page: p})
 	}, func(e storage.Execution) storage.Position { return storage.Position{CreatedAt: e.CreatedAt, ID: e.ID} })
 	return listOut(page, err, executionOut)

@@ -218,6 +218,14 @@ func listQuery(r *http.Request, filters ...string) (q url.Values, limit int, cur
 // and the last row returned, bound to the endpoint and the filters.
 func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, cursor string,
 	fetch func(p storage.Page) ([]T, error), pos func(T) storage.Position) (api.Page[T], error) {
+	return pageByCreatedOrder(c, r, filters, limit, cursor, false, fetch, pos)
+}
+
+// pageByCreatedOrder is pageByCreated, newest first when desc: the bound
+// captured at the first page is then the newest row, and each page goes on
+// below the last row returned.
+func pageByCreatedOrder[T any](c *Cursors, r *http.Request, filters any, limit int, cursor string, desc bool,
+	fetch func(p storage.Page) ([]T, error), pos func(T) storage.Position) (api.Page[T], error) {
 	var bound posKey
 	var after *storage.Position
 	if cursor != "" {
@@ -236,7 +244,7 @@ func pageByCreated[T any](c *Cursors, r *http.Request, filters any, limit int, c
 		}
 		bound = keyOf(pos(last[0]))
 	}
-	rows, err := fetch(storage.Page{After: after, Until: bound.position(), Limit: limit + 1})
+	rows, err := fetch(storage.Page{After: after, Until: bound.position(), Limit: limit + 1, Desc: desc})
 	if err != nil {
 		return api.Page[T]{}, err
 	}
@@ -261,6 +269,18 @@ func listOut[T, U any](p api.Page[T], err error, out func(T) U) (any, error) {
 		return nil, err
 	}
 	return pageOut(p, out), nil
+}
+
+// listOrder reads a list's order query parameter: asc (the default) or
+// desc, newest first.
+func listOrder(q url.Values) (order string, desc bool, err error) {
+	switch o := q.Get("order"); o {
+	case "", "asc":
+		return "", false, nil
+	case "desc":
+		return o, true, nil
+	}
+	return "", false, httpapi.Errorf(httpapi.CodeInvalidRequest, "order must be asc or desc")
 }
 
 // checkState refuses a state filter that is not one of valid.

@@ -15,6 +15,7 @@ type waitFilters struct {
 	Work  string `json:"work"`
 	Scope string `json:"scope"`
 	State string `json:"state"`
+	Order string `json:"order,omitempty"`
 }
 
 const waitStates = "active, satisfied, timed_out or cancelled"
@@ -28,16 +29,20 @@ func validWaitState(s string) bool {
 }
 
 func (rs *Resources) listWaits(r *http.Request) (any, error) {
-	q, limit, cursor, err := listQuery(r, "work", "scope", "state")
+	q, limit, cursor, err := listQuery(r, "work", "scope", "state", "order")
 	if err != nil {
 		return nil, err
 	}
 	f := waitFilters{Work: q.Get("work"), Scope: q.Get("scope"), State: q.Get("state")}
+	var desc bool
+	if f.Order, desc, err = listOrder(q); err != nil {
+		return nil, err
+	}
 	if err := checkState("state", f.State, validWaitState, waitStates); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Wait, error) {
+	page, err := pageByCreatedOrder(rs.cursors, r, f, limit, cursor, desc, func(p storage.Page) ([]storage.Wait, error) {
 		return rs.store.ListWaits(ctx, &storage.ListWaitsParams{Work: f.Work, Scope: f.Scope, State: storage.WaitState(f.State), Page: p})
 	}, func(w storage.Wait) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
 	return listOut(page, err, waitOut)

@@ -23,21 +23,26 @@ type workFilters struct {
 	Scope  string `json:"scope"`
 	State  string `json:"state"`
 	Parent string `json:"parent"`
+	Order  string `json:"order,omitempty"`
 }
 
 const workStates = "ready, running, waiting, succeeded, failed or cancelled"
 
 func (rs *Resources) listWork(r *http.Request) (any, error) {
-	q, limit, cursor, err := listQuery(r, "scope", "state", "parent")
+	q, limit, cursor, err := listQuery(r, "scope", "state", "parent", "order")
 	if err != nil {
 		return nil, err
 	}
 	f := workFilters{Scope: q.Get("scope"), State: q.Get("state"), Parent: q.Get("parent")}
+	var desc bool
+	if f.Order, desc, err = listOrder(q); err != nil {
+		return nil, err
+	}
 	if err := checkState("state", f.State, func(s string) bool { return storage.WorkState(s).Valid() }, workStates); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	page, err := pageByCreated(rs.cursors, r, f, limit, cursor, func(p storage.Page) ([]storage.Work, error) {
+	page, err := pageByCreatedOrder(rs.cursors, r, f, limit, cursor, desc, func(p storage.Page) ([]storage.Work, error) {
 		return rs.store.ListWork(ctx, &storage.ListWorkParams{Scope: f.Scope, State: storage.WorkState(f.State), Parent: f.Parent, Page: p})
 	}, func(w storage.Work) storage.Position { return storage.Position{CreatedAt: w.CreatedAt, ID: w.ID} })
 	return listOut(page, err, workOut)

@@ -12,9 +12,16 @@ import (
 
 func init() { commands = append(commands, newActionsCmd, newActCmd) }
 
+// newActionsCmd is `actions`, which lists as `actions list` does.
 func newActionsCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "actions",
+	cmd := newActionsListCmd(s, "actions")
+	cmd.AddCommand(newActionsListCmd(s, "list"))
+	return cmd
+}
+
+func newActionsListCmd(s Streams, use string) *cobra.Command {
+	return withOutput(&cobra.Command{
+		Use:   use,
 		Short: "List the actions extensions offer operators",
 		Long: `List every action the daemon's extensions register, by name, with what it
 does. Run one with 'open-conduit act NAME --scope S'; --json shows each
@@ -25,7 +32,7 @@ action's input schema too.`,
 				return []string{a.Name, a.Summary}
 			})
 		},
-	}
+	})
 }
 
 func newActCmd(s Streams) *cobra.Command {

@@ -46,7 +46,7 @@ func newArtifactsListCmd(s Streams) *cobra.Command {
 }
 
 func newArtifactsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one artifact's metadata",
 		Args:  oneArg("artifact ID"),
@@ -59,15 +59,15 @@ func newArtifactsGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, a.Raw)
+			if done, err := printAs(cmd, s.Out, a.Raw, a.ID); done {
+				return err
 			}
 			return printLines(s.Out, [][]string{
 				{"artifact", a.ID}, {"name", a.Name}, {"type", a.MediaType}, {"size", itoa(a.Size)}, {"sha256", a.SHA256},
 				{"execution", a.Execution}, {"work", a.Work}, {"created", when(a.CreatedAt)},
 			})
 		},
-	}
+	})
 }
 
 // byteRange is what --range accepts: a-b, a- or -n.

@@ -53,13 +53,16 @@ func defaultStateDir() (string, error) {
 type target struct {
 	socket, socketFrom  string
 	tokenFile, fileFrom string
+	// command is the command line's command, such as "open-conduit work
+	// cancel", for messages that name what was refused.
+	command string
 }
 
 // resolveTarget resolves the endpoint (--endpoint, $OPEN_CONDUIT_ENDPOINT,
 // then <state>/management.sock) and the token file (--token-file,
 // $OPEN_CONDUIT_TOKEN_FILE, then <state>/private/operator.token).
 func resolveTarget(cmd *cobra.Command) (target, error) {
-	var t target
+	t := target{command: cmd.CommandPath()}
 	flags := cmd.Flags()
 	endpoint, _ := flags.GetString("endpoint")
 	tokenFile, _ := flags.GetString("token-file")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,13 +42,15 @@ func newEventsListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--scope S] [--work W] [--execution E] [--type T] [--root EVT] [--correlation-key K]",
-		Short: "List Events in the order they were accepted",
+		Short: "List Events, the newest accepted first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
 				f.Page = lf.page()
 				return c.ListEvents(ctx, f)
-			}, eventHeader, eventRow(false))
+			}, eventHeader, eventRow(false), listExtra[client.Event]{[]string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}, func(e client.Event) []string {
+				return []string{or(e.Work, "-"), or(e.Execution, "-"), or(e.Actor, "-"), or(e.Parent, "-"), itoa(int64(e.Depth))}
+			}, func(e client.Event) time.Time { return e.AcceptedAt }})
 		},
 	}
 	fl := cmd.Flags()
@@ -57,12 +60,12 @@ func newEventsListCmd(s Streams) *cobra.Command {
 	fl.StringVar(&f.Type, "type", "", "only Events of this type")
 	fl.StringVar(&f.Root, "root", "", "only Events of the causal chain with this root")
 	fl.StringVar(&f.CorrelationKey, "correlation-key", "", "only Events with this correlation key")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 
 func newEventsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one Event, with its data",
 		Args:  oneArg("Event ID"),
@@ -75,8 +78,8 @@ func newEventsGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, e.Raw)
+			if done, err := printAs(cmd, s.Out, e.Raw, e.ID); done {
+				return err
 			}
 			rows := [][]string{
 				{"event", e.ID}, {"seq", itoa(e.Seq)}, {"type", e.Type}, {"source", e.Source}, {"scope", e.Scope},
@@ -86,7 +89,7 @@ func newEventsGetCmd(s Streams) *cobra.Command {
 			}
 			return printLines(s.Out, rows)
 		},
-	}
+	})
 }
 
 func newEventsChainCmd(s Streams) *cobra.Command {

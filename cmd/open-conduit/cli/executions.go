@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,11 +16,11 @@ func init() { commands = append(commands, newExecutionsCmd, newExecutionCmd) }
 func newExecutionsCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "executions",
-		Short: "List and show executions (the attempts of Work)",
+		Short: "List, show and cancel executions (the attempts of Work)",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID, logs ID, egress ID"),
+		RunE:  subcommandNeeded("list, get ID, cancel ID, logs ID, egress ID"),
 	}
-	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s), newExecutionsEgressCmd(s),
+	cmd.AddCommand(newExecutionsListCmd(s), newExecutionsGetCmd(s), newExecutionCancelCmd(s), newExecutionsEgressCmd(s),
 		newLogCmd(s, "logs EXECUTION [-f] [--tail N]", "Write one execution's log, following it while it runs", "execution ID", false))
 	return cmd
 }
@@ -29,26 +30,28 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--work W] [--scope S] [--state STATE]",
-		Short: "List executions, oldest first",
+		Short: "List executions, newest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Execution], error) {
 				f.Page = lf.page()
 				return c.ListExecutions(ctx, f)
 			}, []string{"ID", "WORK", "SCOPE", "STATE", "RESULT", "EXIT", "EPOCH", "CREATED"}, func(e client.Execution) []string {
 				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exitCode(e), itoa(e.Epoch), when(e.CreatedAt)}
-			})
+			}, listExtra[client.Execution]{[]string{"BINDING", "EXECUTOR", "GENERATION", "DEADLINE", "UPDATED"}, func(e client.Execution) []string {
+				return []string{e.Binding, e.Executor, itoa(e.Generation), when(e.Deadline), when(e.UpdatedAt)}
+			}, func(e client.Execution) time.Time { return e.CreatedAt }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the attempts of this Work")
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only executions of this scope")
 	cmd.Flags().StringVar(&f.State, "state", "", "only executions in this state: running, parked, stopping or finished")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 
 func newExecutionsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one execution",
 		Args:  oneArg("execution ID"),
@@ -61,8 +64,8 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, e.Raw)
+			if done, err := printAs(cmd, s.Out, e.Raw, e.ID); done {
+				return err
 			}
 			rows := [][]string{
 				{"execution", e.ID}, {"work", e.Work}, {"scope", e.Scope}, {"binding", e.Binding}, {"executor", e.Executor},
@@ -79,7 +82,7 @@ func newExecutionsGetCmd(s Streams) *cobra.Command {
 				[]string{"deadline", when(e.Deadline)}, []string{"created", when(e.CreatedAt)}, []string{"updated", when(e.UpdatedAt)})
 			return printLines(s.Out, rows)
 		},
-	}
+	})
 }
 
 // exitCode shows the exit code the daemon observed, or "-" when it
@@ -108,15 +111,22 @@ func agentRows(e client.Execution) [][]string {
 	return rows
 }
 
-// newExecutionCmd is `open-conduit execution cancel ID`.
+// newExecutionCmd is `open-conduit execution cancel ID`, kept as an alias
+// of `executions cancel`.
 func newExecutionCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "execution",
-		Short: "Cancel one execution",
+		Short: "Cancel one execution (as executions cancel)",
 		Args:  cobra.NoArgs,
 		RunE:  subcommandNeeded("cancel ID"),
 	}
-	cmd.AddCommand(controlCmd(s, "cancel ID [--reason R]", "Stop one attempt and hold its Work until a retry",
+	cmd.AddCommand(newExecutionCancelCmd(s))
+	return cmd
+}
+
+// newExecutionCancelCmd is the cancel of executions and execution.
+func newExecutionCancelCmd(s Streams) *cobra.Command {
+	return controlCmd(s, "cancel ID [--reason R]", "Stop one attempt and hold its Work until a retry",
 		`Cancel one execution: its attempt is fenced (the daemon stops the process)
 and its Work is held (operator_cancelled) until 'open-conduit work retry'
 starts a new attempt.`, "execution ID",
@@ -128,6 +138,5 @@ starts a new attempt.`, "execution ID",
 				return fmt.Sprintf("Work %s is held until: open-conduit work retry %s", r.Work.ID, r.Work.ID)
 			}
 			return fmt.Sprintf("Execution %s is %s; Work %s is held until: open-conduit work retry %s", r.Execution.ID, r.Execution.State, r.Work.ID, r.Work.ID)
-		}))
-	return cmd
+		})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -12,11 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/cliexit"
 )
 
-// wantJSON reports whether --json was given.
+// wantJSON reports whether --json (or -o json) was given.
 func wantJSON(cmd *cobra.Command) bool {
 	v, _ := cmd.Flags().GetBool("json")
+	if o, err := cmd.Flags().GetString("output"); err == nil && o == "json" {
+		return true
+	}
 	return v
 }
 
@@ -45,8 +50,31 @@ func when(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// clientFailure turns an error from the client into an exit-1 error that
-// says what happened and what to do next.
+// usageCodes are the daemon's refusal codes that mean the request itself
+// is wrong (a flag's value, a filter, the data given): the command exits
+// 2 on them, as on a usage error it finds itself. A cursor the daemon
+// refuses (invalid_cursor, cursor_mismatch, cursor_expired) is not among
+// them: it is the daemon's own token and may simply have expired.
+var usageCodes = map[string]bool{
+	"invalid_request":          true,
+	"payload_too_large":        true,
+	"idempotency_key_required": true,
+}
+
+// roleNeeded reads the role a forbidden_role refusal names and the
+// credential's own.
+var roleNeeded = regexp.MustCompile(`needs the (\w+) role; this credential's role is (\w+)`)
+
+// Stable codes of the client's own failures in the JSON error envelope.
+const (
+	codeUnreachable = "unreachable"
+	codeTokenFile   = "token_file_unreadable"
+)
+
+// clientFailure turns an error from the client into an error that says
+// what happened and what to do next: exit 2 for a refusal of the request
+// as invalid (usageCodes), 1 otherwise; it carries the daemon's code for
+// the JSON envelope.
 func clientFailure(err error, t target) error {
 	var te *client.TokenError
 	if errors.As(err, &te) {
@@ -62,27 +90,34 @@ func clientFailure(err error, t target) error {
 				hint = "the daemon writes the owner's token there when it first starts; is it running on this state directory? Otherwise " + hint
 			}
 		}
-		return failf("cannot read the token file %s (from %s): %s; %s", te.Path, t.fileFrom, reason, hint)
+		return cliexit.Coded(ExitFailed, codeTokenFile, "cannot read the token file %s (from %s): %s; %s", te.Path, t.fileFrom, reason, hint)
 	}
 	var ue *client.UnreachableError
 	if errors.As(err, &ue) {
 		switch {
 		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
-			return failf("cannot reach the daemon at %s (from %s): nothing is listening there; is the daemon running? Start it with `open-conduit daemon`, or pass --endpoint with its socket", ue.Socket, t.socketFrom)
+			return cliexit.Coded(ExitFailed, codeUnreachable, "cannot reach the daemon at %s (from %s): nothing is listening there; is the daemon running? Start it with `open-conduit daemon`, or pass --endpoint with its socket", ue.Socket, t.socketFrom)
 		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-			return failf("cannot reach the daemon at %s: permission denied; the socket is its owner's alone, so run this command as the user who runs the daemon", ue.Socket)
+			return cliexit.Coded(ExitFailed, codeUnreachable, "cannot reach the daemon at %s: permission denied; the socket is its owner's alone, so run this command as the user who runs the daemon", ue.Socket)
 		}
-		return failf("cannot reach the daemon at %s (from %s): %v", ue.Socket, t.socketFrom, ue.Err)
+		return cliexit.Coded(ExitFailed, codeUnreachable, "cannot reach the daemon at %s (from %s): %v", ue.Socket, t.socketFrom, ue.Err)
 	}
 	var ae *client.APIError
 	if errors.As(err, &ae) {
 		switch ae.Code {
 		case "unauthorized":
-			return failf("%s (token file %s).\nIf the token was rotated or revoked, use the new one. If you are the owner and lost a rotation's response, stop the daemon and run `open-conduit auth recover`", ae.Message, t.tokenFile)
+			return cliexit.Coded(ExitFailed, ae.Code, "%s (token file %s).\nIf the token was rotated or revoked, use the new one. If you are the owner and lost a rotation's response, stop the daemon and run `open-conduit auth recover`", ae.Message, t.tokenFile)
 		case "forbidden_role":
-			return failf("%s", ae.Message)
+			if m := roleNeeded.FindStringSubmatch(ae.Message); m != nil && t.command != "" {
+				return cliexit.Coded(ExitFailed, ae.Code, "forbidden_role: `%s` needs the %s role; this credential's role is %s (ask an admin for a credential with that role)", t.command, m[1], m[2])
+			}
+			return cliexit.Coded(ExitFailed, ae.Code, "forbidden_role: %s", ae.Message)
 		}
-		return failf("%s: %s", ae.Code, ae.Message)
+		exit := ExitFailed
+		if usageCodes[ae.Code] {
+			exit = ExitUsage
+		}
+		return cliexit.Coded(exit, ae.Code, "%s: %s", ae.Code, ae.Message)
 	}
 	return failf("%v", err)
 }

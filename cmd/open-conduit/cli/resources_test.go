@@ -65,7 +65,7 @@ func TestWorkCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, 0, "work", "list", "--json")), &page); err != nil || len(page.Items) != 1 || page.Items[0].ID != id {
 		t.Errorf("list --json: %+v, %v", page, err)
 	}
-	if out := mustRun(t, 1, "work", "create", "--scope", "team"); !strings.Contains(out, "bindings") {
+	if out := mustRun(t, 2, "work", "create", "--scope", "team"); !strings.Contains(out, "bindings") {
 		t.Errorf("create in a scope with two bindings said %q", out)
 	}
 	mustRun(t, 2, "work", "create")
@@ -141,7 +141,7 @@ func TestEventCommands(t *testing.T) {
 		t.Errorf("events get said %q", out)
 	}
 	mustRun(t, 2, "emit", "a.b")
-	if out := mustRun(t, 1, "emit", "core.manual", "--scope", "setup"); !strings.Contains(out, "invalid_request") {
+	if out := mustRun(t, 2, "emit", "core.manual", "--scope", "setup"); !strings.Contains(out, "invalid_request") {
 		t.Errorf("core type said %q", out)
 	}
 	// Paging: one per page, with the next cursor on the error stream.
@@ -358,7 +358,7 @@ func TestRouteCommand(t *testing.T) {
 	mustRun(t, 2, "route", "--scope", "setup")
 	mustRun(t, 2, "route", "--trace", "a.b")
 	mustRun(t, 2, "route", "--scope", "setup", "--trace", "a.b", "--samples")
-	if out := mustRun(t, 1, "route", "--scope", "setup", "--trace", "core.work.created"); !strings.Contains(out, "invalid_request") {
+	if out := mustRun(t, 2, "route", "--scope", "setup", "--trace", "core.work.created"); !strings.Contains(out, "invalid_request") {
 		t.Errorf("trace of a core type said %q", out)
 	}
 	if out := mustRun(t, 0, "events", "list"); strings.Contains(out, "deploy.requested") {

@@ -54,6 +54,7 @@ func NewRoot(s Streams) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(s))
 	}
+	finishTree(root)
 	return root
 }
 
@@ -66,7 +67,9 @@ var rootHooks []func(*cobra.Command)
 var commands []func(Streams) *cobra.Command
 
 // Main runs the CLI with args and returns the process exit code; every
-// failure prints one message after "open-conduit: " (see cliexit.Run).
+// failure prints one message after "open-conduit: " (see cliexit.Run), or,
+// when the command was asked for JSON (--json, -o json), the error
+// envelope {"error":{"code","message"}} on the error stream.
 func Main(ctx context.Context, args []string, s Streams) int {
-	return cliexit.Run(ctx, NewRoot(s), args, s.Err, nil)
+	return cliexit.RunWith(ctx, NewRoot(s), args, s.Err, cliexit.RunOptions{JSON: wantJSON})
 }

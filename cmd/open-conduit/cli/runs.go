@@ -112,7 +112,7 @@ Examples:
 }
 
 func newRunsGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get EXECUTION",
 		Short: "Show one attempt of the run history",
 		Long: `Show one attempt: its execution, Work, the Event that started the Work,
@@ -130,8 +130,8 @@ Example:
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, r.Raw)
+			if done, err := printAs(cmd, s.Out, r.Raw, r.Execution.ID); done {
+				return err
 			}
 			e := client.Execution{Execution: r.Execution}
 			rows := [][]string{
@@ -150,7 +150,7 @@ Example:
 				[]string{"log", "open-conduit runs log " + e.ID})
 			return printLines(s.Out, rows)
 		},
-	}
+	})
 }
 
 // runResult is a run's result, or its state while it has none.

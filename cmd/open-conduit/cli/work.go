@@ -2,15 +2,18 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/cliexit"
 )
 
 func init() { commands = append(commands, newWorkCmd) }
@@ -18,6 +21,17 @@ func init() { commands = append(commands, newWorkCmd) }
 // waitInterval is how often `work create --wait` reads the Work again. It
 // waits on the daemon's progress, not on a deadline; tests shorten it.
 var waitInterval = 500 * time.Millisecond
+
+// reconnectFor is how long `work create --wait` keeps trying a daemon that
+// stopped answering (a restart) before it gives up.
+var reconnectFor = 2 * time.Minute
+
+// restarting reports whether err says nothing listens on the socket now:
+// the daemon stopped, and may be starting again.
+func restarting(err error) bool {
+	var ue *client.UnreachableError
+	return errors.As(err, &ue) && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED))
+}
 
 func newWorkCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -36,21 +50,23 @@ func newWorkListCmd(s Streams) *cobra.Command {
 	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list [--scope S] [--state STATE] [--parent WORK]",
-		Short: "List Work, oldest first",
+		Short: "List Work, newest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Work], error) {
 				f.Page = lf.page()
 				return c.ListWork(ctx, f)
 			}, []string{"ID", "SCOPE", "BINDING", "STATE", "HELD", "ATTEMPTS", "CREATED"}, func(w client.Work) []string {
 				return []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)}
-			})
+			}, listExtra[client.Work]{[]string{"WAITING ON", "PARENT", "INPUTS", "CREATED EVENT", "UPDATED"}, func(w client.Work) []string {
+				return []string{or(w.WaitReason, "-"), or(w.Parent, "-"), itoa(w.InputCount), w.CreatedEvent, when(w.UpdatedAt)}
+			}, func(w client.Work) time.Time { return w.CreatedAt }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only Work of this scope")
 	cmd.Flags().StringVar(&f.State, "state", "", "only Work in this state: ready, running, waiting, succeeded, failed or cancelled")
 	cmd.Flags().StringVar(&f.Parent, "parent", "", "only the children of this Work")
-	lf.add(cmd)
+	lf.addMain(cmd)
 	return cmd
 }
 
@@ -89,7 +105,7 @@ func printWork(w io.Writer, wk *client.Work) error {
 }
 
 func newWorkGetCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
+	return withOutput(&cobra.Command{
 		Use:   "get ID",
 		Short: "Show one Work",
 		Args:  oneArg("Work ID"),
@@ -102,12 +118,12 @@ func newWorkGetCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return clientFailure(err, t)
 			}
-			if wantJSON(cmd) {
-				return printRaw(s.Out, w.Raw)
+			if done, err := printAs(cmd, s.Out, w.Raw, w.ID); done {
+				return err
 			}
 			return printWork(s.Out, w)
 		},
-	}
+	})
 }
 
 func newWorkCreateCmd(s Streams) *cobra.Command {
@@ -151,7 +167,7 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 				return clientFailure(err, t)
 			}
 			if wantJSON(cmd) && !wait {
-				return printRaw(s.Out, out.Raw)
+				return printCreated(s.Out, out.Raw, nil)
 			}
 			w := out.Work
 			if !wantJSON(cmd) {
@@ -165,7 +181,7 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 				fmt.Fprintf(s.Out, "Follow it with: open-conduit work get %s\n", w.ID)
 				return nil
 			}
-			return followWork(cmd, s, c, t, w.ID)
+			return followWork(cmd, s, c, t, w.ID, out.Raw)
 		},
 	}
 	f := cmd.Flags()
@@ -180,20 +196,61 @@ and 1 when it failed, was cancelled or is held (a retry releases it).`,
 	return cmd
 }
 
+// printCreated prints work create's one JSON shape: the API's answer to
+// the create (work, created_event, input_event, existing), with work
+// replaced by final when --wait followed it to its end, so that --json
+// prints the same members with and without --wait.
+func printCreated(w io.Writer, created, final []byte) error {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(created, &doc); err != nil {
+		return failf("the daemon's answer to work create is not a JSON object: %v", err)
+	}
+	if final != nil {
+		doc["work"] = json.RawMessage(final)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return failf("cannot encode work create's answer: %v", err)
+	}
+	return printRaw(w, b)
+}
+
 // followWork reads the Work every waitInterval (sending its last ETag, so
 // an unchanged Work costs no body) until it has finished or is held, then
-// prints the outcome and how to read its log.
-func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id string) error {
+// prints the outcome and how to read its log (with --json, created, the
+// create's answer, with the final Work in it).
+func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id string, created []byte) error {
 	ctx := cmd.Context()
 	etag, state := "", ""
 	var w *client.Work
+	var lost time.Time // when the daemon stopped answering
 	for {
 		got, err := c.GetWork(ctx, id, &client.RequestOptions{IfNoneMatch: etag})
 		if err != nil {
 			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 				return failf("stopped following Work %s; it goes on: open-conduit work get %s", id, id)
 			}
-			return clientFailure(err, t)
+			if !restarting(err) || (!lost.IsZero() && time.Since(lost) > reconnectFor) {
+				return clientFailure(err, t)
+			}
+			if lost.IsZero() {
+				lost = time.Now()
+				if !wantJSON(cmd) {
+					fmt.Fprintf(s.Err, "%s  the daemon stopped answering; reconnecting for up to %s\n", lost.Format("15:04:05"), reconnectFor)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return failf("stopped following Work %s; it goes on: open-conduit work get %s", id, id)
+			case <-time.After(waitInterval):
+			}
+			continue
+		}
+		if !lost.IsZero() {
+			lost = time.Time{}
+			if !wantJSON(cmd) {
+				fmt.Fprintf(s.Err, "%s  reconnected\n", time.Now().Format("15:04:05"))
+			}
 		}
 		if !got.NotModified {
 			w, etag = got, got.ETag
@@ -212,7 +269,7 @@ func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id st
 		}
 	}
 	if wantJSON(cmd) {
-		if err := printRaw(s.Out, w.Raw); err != nil {
+		if err := printCreated(s.Out, created, w.Raw); err != nil {
 			return err
 		}
 	} else {
@@ -226,9 +283,9 @@ func followWork(cmd *cobra.Command, s Streams, c *client.Client, t target, id st
 	case w.State == "succeeded":
 		return nil
 	case w.Held():
-		return failf("Work %s is held (%s): %s; release it with: open-conduit work retry %s", w.ID, w.BlockedReason, w.BlockedDetail, w.ID)
+		return cliexit.Coded(ExitFailed, "work_held", "Work %s is held (%s): %s; release it with: open-conduit work retry %s", w.ID, w.BlockedReason, w.BlockedDetail, w.ID)
 	default:
-		return failf("Work %s %s", w.ID, w.State)
+		return cliexit.Coded(ExitFailed, "work_"+w.State, "Work %s %s", w.ID, w.State)
 	}
 }
 
