@@ -125,7 +125,11 @@ type UpdateWorkParams struct {
 	// Revision fences the update when non-zero.
 	Revision int64
 
-	State          *WorkState
+	State *WorkState
+	// Binding and Grants move the Work to another binding of its scope
+	// (an operator's rebind).
+	Binding        *string
+	Grants         *[]string
 	BlockedReason  *string
 	BlockedDetail  *string
 	WaitReason     *string
