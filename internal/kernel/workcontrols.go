@@ -33,15 +33,17 @@ type HoldRequest struct {
 // cancelled, the Wait ends and the Work is ready, held). Refused for a
 // finished Work (work_state) and a held one (work_held).
 func (c *Control) Hold(ctx context.Context, req HoldRequest) (ControlResult, error) {
-	if req.Reason == "" {
-		return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "a hold needs a reason: say why no attempt may start")
-	}
-	if err := checkText("reason", req.Reason, true); err != nil {
-		return ControlResult{}, err
-	}
 	data := map[string]any{"work_id": req.Target, "reason": req.Reason, "stop": req.Stop}
 	return c.controlData(ctx, TypeManualHold, req.Target, "", data, true, ControlRequest{Target: req.Target, Reason: req.Reason, DeliveryID: req.DeliveryID},
 		func(tx storage.Tx, ev storage.Event, w storage.Work) (ControlResult, error) {
+			// The request is checked once the Work is known to exist, so
+			// that an unknown Work is work_not_found whatever the body.
+			if req.Reason == "" {
+				return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "a hold needs a reason: say why no attempt may start")
+			}
+			if err := checkText("reason", req.Reason, true); err != nil {
+				return ControlResult{}, err
+			}
 			return c.rt.holdInTx(ctx, tx, w, req.Reason, req.Stop, ev)
 		})
 }
@@ -122,12 +124,12 @@ type RebindRequest struct {
 // is no longer the Work's; any other hold stays. Rebinding to the binding
 // and grants the Work has is refused (invalid_work).
 func (c *Control) Rebind(ctx context.Context, req RebindRequest) (ControlResult, error) {
-	if req.Binding == "" {
-		return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "a rebind names the binding to move the Work to")
-	}
 	data := map[string]any{"work_id": req.Target, "binding": req.Binding, "grants": req.Grants, "reason": req.Reason}
 	return c.controlData(ctx, TypeManualRebind, req.Target, "", data, true, ControlRequest{Target: req.Target, Reason: req.Reason, DeliveryID: req.DeliveryID},
 		func(tx storage.Tx, ev storage.Event, w storage.Work) (ControlResult, error) {
+			if req.Binding == "" {
+				return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "a rebind names the binding to move the Work to")
+			}
 			if w.State == storage.WorkSucceeded {
 				return ControlResult{}, Refuse(extension.ErrConflict, ErrWorkState.Code, "Work %s succeeded; create a new Work instead of moving it", w.ID)
 			}
@@ -180,17 +182,17 @@ type AttachRequest struct {
 // (key_taken), a key the Work owns already or another Work's id
 // (invalid_work), and a finished Work (work_state).
 func (c *Control) Attach(ctx context.Context, req AttachRequest) (ControlResult, error) {
-	if req.Event == "" && req.Key == "" {
-		return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "an attach names an event to queue, a correlation key to own, or both")
-	}
-	if req.Key != "" {
-		if err := checkText("correlation key", req.Key, true); err != nil {
-			return ControlResult{}, err
-		}
-	}
 	data := map[string]any{"work_id": req.Target, "event_id": req.Event, "correlation_key": req.Key, "reason": req.Reason}
 	return c.controlData(ctx, TypeManualAttach, req.Target, "", data, true, ControlRequest{Target: req.Target, Reason: req.Reason, DeliveryID: req.DeliveryID},
 		func(tx storage.Tx, ev storage.Event, w storage.Work) (ControlResult, error) {
+			if req.Event == "" && req.Key == "" {
+				return ControlResult{}, Refuse(extension.ErrInvalid, ErrInvalidWork.Code, "an attach names an event to queue, a correlation key to own, or both")
+			}
+			if req.Key != "" {
+				if err := checkText("correlation key", req.Key, true); err != nil {
+					return ControlResult{}, err
+				}
+			}
 			if w.State.Terminal() {
 				return ControlResult{}, Refuse(extension.ErrConflict, ErrWorkState.Code, "Work %s has already %s; retry it first to give it more", w.ID, w.State)
 			}
