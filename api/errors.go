@@ -45,6 +45,12 @@ const (
 	CodeCausalRateExceeded     = "causal_rate_exceeded"
 	CodeInternal               = "internal"
 
+	// CodeAttemptLive refuses a rebind while the Work has a live attempt
+	// (running, stopping or parked); CodeSystemHold a release of a hold
+	// the system set (retry the Work once its cause is fixed).
+	CodeAttemptLive = "attempt_live"
+	CodeSystemHold  = "system_hold"
+
 	// CodeGateFailed is the refusal of a gate that panicked or answered
 	// with something other than an operation error: the host fails
 	// closed. It is sent like an extension's own code, 422.
@@ -77,6 +83,8 @@ var codeStatus = map[string]int{
 	CodeCausalDepthExceeded:    http.StatusUnprocessableEntity,
 	CodeCausalRateExceeded:     http.StatusTooManyRequests,
 	CodeInternal:               http.StatusInternalServerError,
+	CodeAttemptLive:            http.StatusConflict,
+	CodeSystemHold:             http.StatusConflict,
 	CodeGateFailed:             http.StatusUnprocessableEntity,
 }
 
@@ -121,4 +129,12 @@ const (
 	CodeUnknownGrant        = "unknown_grant"
 	CodeFamilyNotAllowed    = "family_not_allowed"
 	CodeCorrelationNotOwned = "correlation_not_owned"
+	CodeWorkHeld            = "work_held"
+	CodeNotHeld             = "not_held"
+	CodeEventNotFound       = "event_not_found"
+	CodeAlreadyInput        = "already_input"
+	// CodeWorkConflict: a manual Work's derived id names a Work another
+	// request created; the management API sends it as
+	// idempotency_conflict.
+	CodeWorkConflict = "work_conflict"
 )

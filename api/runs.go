@@ -11,6 +11,9 @@ type Run struct {
 	// Outcome is its outcome message once it finished ("" before).
 	WorkState string `json:"work_state"`
 	Outcome   string `json:"outcome,omitempty"`
+	// WorkHold is the Work's hold now, telling the operator's from the
+	// system's (nil when it is not held).
+	WorkHold *Hold `json:"work_hold,omitempty"`
 	// TriggerEvent is the Event that started the Work: the routed Event
 	// a route started it on, or its own core.work.created when nothing
 	// caused that (manual Work); TriggerType is that Event's type.

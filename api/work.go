@@ -27,6 +27,9 @@ type Work struct {
 	// started until a retry; BlockedDetail says why, in safe words.
 	BlockedReason string `json:"blocked_reason,omitempty"`
 	BlockedDetail string `json:"blocked_detail,omitempty"`
+	// Hold is the same hold told by who set it (nil when the Work is not
+	// held).
+	Hold *Hold `json:"hold,omitempty"`
 	// WaitReason says why a waiting Work waits when a start gate parked
 	// it before its first attempt: the gate's registration and its
 	// reason ("" for any other Work).
@@ -47,6 +50,57 @@ type Work struct {
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Hold is a held Work's hold: its reason (the Work's blocked reason),
+// its detail and who set it, HoldByOperator (operator_held from a hold,
+// operator_cancelled from an execution cancel; a release lifts it) or
+// HoldBySystem (secret_unavailable, attempt_lost, binding_unavailable,
+// sandbox_unavailable, toolbelt_unavailable, a start gate's…; a release
+// refuses it with system_hold: fix the cause and retry the Work).
+type Hold struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	By     string `json:"by"`
+}
+
+// Who set a hold (Hold.By).
+const (
+	HoldByOperator = "operator"
+	HoldBySystem   = "system"
+)
+
+// HoldOperator is the blocked reason of an operator's hold (POST
+// /v1/work/{id}/hold).
+const HoldOperator = "operator_held"
+
+// HoldRequest is the body of POST /v1/work/{id}/hold.
+type HoldRequest struct {
+	// Reason is required (at most 512 bytes); it is the hold's detail.
+	Reason string `json:"reason"`
+	// Stop fences and stops the Work's live attempt too, like an
+	// execution cancel; without it a running attempt goes on.
+	Stop bool `json:"stop,omitempty"`
+}
+
+// RebindRequest is the body of POST /v1/work/{id}/rebind.
+type RebindRequest struct {
+	// Binding is one of the Work's scope's bindings.
+	Binding string `json:"binding"`
+	// Grants, when present, replace the Work's grants (an empty list
+	// takes none); absent, the Work keeps its own. Each must be one of
+	// the new binding's.
+	Grants *[]string `json:"grants,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// AttachRequest is the body of POST /v1/work/{id}/attach: an accepted
+// Event to queue as the Work's input, a correlation key for it to own, or
+// both.
+type AttachRequest struct {
+	Event          string `json:"event,omitempty"`
+	CorrelationKey string `json:"correlation_key,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // Terminal reports whether the Work has finished.

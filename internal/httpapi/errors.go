@@ -39,6 +39,8 @@ const (
 	CodeCausalDepthExceeded    Code = "causal_depth_exceeded"
 	CodeCausalRateExceeded     Code = "causal_rate_exceeded"
 	CodeInternal               Code = "internal"
+	CodeAttemptLive            Code = "attempt_live"
+	CodeSystemHold             Code = "system_hold"
 )
 
 // sent is every code this server sends in its envelope. Each one's status
@@ -70,6 +72,8 @@ var sent = map[Code]bool{
 	CodeCausalDepthExceeded:    true,
 	CodeCausalRateExceeded:     true,
 	CodeInternal:               true,
+	CodeAttemptLive:            true,
+	CodeSystemHold:             true,
 }
 
 // Status returns the HTTP status of a code; an unknown code is 500.
@@ -184,6 +188,9 @@ var kernelCodes = map[string]struct {
 }{
 	kernel.ErrCausalDepthExceeded.Code: {CodeCausalDepthExceeded, "this event chain is as deep as the configuration allows (limits.causal_max_depth); start a new root instead of deriving from this one"},
 	kernel.ErrCausalRateExceeded.Code:  {CodeCausalRateExceeded, "this event chain emitted as many events this minute as the configuration allows (limits.causal_per_minute); slow down"},
+	kernel.ErrAttemptLive.Code:         {CodeAttemptLive, "the Work has a live attempt; wait for it to end or cancel it first"},
+	kernel.ErrSystemHold.Code:          {CodeSystemHold, "the system holds the Work; fix the cause and retry the Work"},
+	kernel.ErrWorkConflict.Code:        {CodeIdempotencyConflict, "this Idempotency-Key was already used for a different request; use a new key for a new request"},
 }
 
 // classify maps an error to its status, code and safe message. It is the

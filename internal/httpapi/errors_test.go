@@ -41,6 +41,13 @@ func TestClassify(t *testing.T) {
 		{Errorf(CodeRangeNotSatisfiable, "bytes 9-10 of 4"), 416, "range_not_satisfiable"},
 		{fmt.Errorf("emit: %w", kernel.ErrCausalDepthExceeded), 422, "causal_depth_exceeded"},
 		{kernel.ErrCausalRateExceeded, 429, "causal_rate_exceeded"},
+		// The Work controls' refusals a caller acts on differently keep
+		// their own codes; a manual Work's conflicting identity is the
+		// idempotency conflict it is.
+		{kernel.Refuse(extension.ErrConflict, kernel.ErrAttemptLive.Code, "execution e is running"), 409, "attempt_live"},
+		{kernel.Refuse(extension.ErrConflict, kernel.ErrSystemHold.Code, "held attempt_lost"), 409, "system_hold"},
+		{kernel.Refuse(extension.ErrConflict, kernel.ErrWorkConflict.Code, "another request"), 409, "idempotency_conflict"},
+		{kernel.Refuse(extension.ErrConflict, kernel.ErrNotHeld.Code, "not held"), 409, "conflict"},
 		// The rules of operator events and new Work (kernel.WorkBinding)
 		// answer as the handlers that made them did.
 		{kernel.Refuse(extension.ErrInvalid, kernel.ErrScopeInactive.Code, "scope x is not active"), 422, "invalid_request"},

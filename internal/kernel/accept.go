@@ -40,6 +40,10 @@ const (
 	TypeWaitTimedOut       = "core.wait.timed_out"
 	TypeManualRetry        = "core.manual.retry"
 	TypeManualWake         = "core.manual.wake"
+	TypeManualHold         = "core.manual.hold"
+	TypeManualRelease      = "core.manual.release"
+	TypeManualRebind       = "core.manual.rebind"
+	TypeManualAttach       = "core.manual.attach"
 )
 
 // Bounds of an event.

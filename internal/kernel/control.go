@@ -1,9 +1,12 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -198,6 +201,9 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 			if err == nil && len(ins) > 0 {
 				out.Input, err = tx.GetEvent(ctx, ins[0].Event)
 			}
+			if err == nil && !sameInput(out.Input, created.Created, req.Input) {
+				return Refuse(extension.ErrConflict, ErrWorkConflict.Code, "Work %s was created by a request with another input; this Idempotency-Key was used for a different request: use a new one", created.Work.ID)
+			}
 			return err
 		}
 		out.Input = created.Created
@@ -217,6 +223,28 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 		return err
 	})
 	return out, err
+}
+
+// sameInput reports whether first, the first input of an existing manual
+// Work created by created, is the input a retried request asks for: its
+// core.work.created when it asks for none, else an event of the same type
+// and data.
+func sameInput(first, created storage.Event, in *InputSpec) bool {
+	if in == nil {
+		return first.ID == created.ID
+	}
+	if first.ID == created.ID || first.Type != in.Type {
+		return false
+	}
+	want, err := NormalizeData(in.Data)
+	if err != nil {
+		return false
+	}
+	have, err := NormalizeData(first.Data)
+	if err != nil {
+		return false
+	}
+	return canonicalEqual(have, want)
 }
 
 // ControlRequest names the target of a control and its idempotency.
@@ -241,6 +269,13 @@ type ControlResult struct {
 // control accepts a control event for a Work and, unless it is a replay,
 // runs act in the same transaction.
 func (c *Control) control(ctx context.Context, typ, workID, executionID string, req ControlRequest, act func(tx storage.Tx, ev storage.Event, w storage.Work) (ControlResult, error)) (ControlResult, error) {
+	return c.controlData(ctx, typ, workID, executionID, map[string]any{"work_id": workID, "execution_id": executionID, "reason": req.Reason}, false, req, act)
+}
+
+// controlData is control with the control event's data given. With
+// strict, a replay whose event has other data is another request under a
+// used delivery id: event_conflict.
+func (c *Control) controlData(ctx context.Context, typ, workID, executionID string, data map[string]any, strict bool, req ControlRequest, act func(tx storage.Tx, ev storage.Event, w storage.Work) (ControlResult, error)) (ControlResult, error) {
 	actor, err := ActorOf(ctx)
 	if err != nil {
 		return ControlResult{}, err
@@ -254,13 +289,16 @@ func (c *Control) control(ctx context.Context, typ, workID, executionID string, 
 		if err != nil {
 			return err
 		}
-		body, _ := json.Marshal(map[string]any{"work_id": workID, "execution_id": executionID, "reason": req.Reason})
+		body, _ := json.Marshal(data)
 		ev, err := c.rt.AcceptInTx(ctx, tx, storage.Event{
 			Type: typ, Source: SourceManual, Scope: w.Scope, Work: workID, Execution: executionID, CorrelationKey: workID,
 			Data: body, Parent: w.CreatedEvent, Actor: actor, DeliveryID: req.DeliveryID,
 		})
 		if err != nil {
 			return err
+		}
+		if ev.Replayed && strict && (ev.Type != typ || ev.Work != workID || !canonicalEqual(ev.Data, body)) {
+			return Refuse(extension.ErrConflict, ErrEventConflict.Code, "this delivery id (Idempotency-Key) was used for another %s request; use a new one", typ)
 		}
 		if ev.Replayed {
 			out = ControlResult{Event: ev, Work: w, Replayed: true}
@@ -407,4 +445,14 @@ func wokeBy(ctx context.Context, rd storage.Reader, eventID string) bool {
 // now, reading the last committed state; nothing is accepted or recorded.
 func (c *Control) Trace(ctx context.Context, ev storage.Event) (Decision, error) {
 	return c.rt.Trace(ctx, c.store, ev)
+}
+
+// canonicalEqual reports whether two JSON values are the same in their
+// canonical form (RFC 8785): member order and spacing do not matter.
+func canonicalEqual(a, b []byte) bool {
+	ca, cb := jsontext.Value(append([]byte(nil), a...)), jsontext.Value(append([]byte(nil), b...))
+	if ca.Canonicalize() != nil || cb.Canonicalize() != nil {
+		return false
+	}
+	return bytes.Equal(ca, cb)
 }

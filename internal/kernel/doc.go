@@ -2,7 +2,8 @@
 // Events (validation, idempotency by delivery identity, causation and causal
 // bounds), routes them (the scope's routes in order, the correlation key's
 // owner, waits), changes Work (creation with its core.work.created, inputs,
-// keys, cancel, retry, holds, core.work.finished) and fences executions (the
+// keys, cancel, retry, holds and release, rebind, attach,
+// core.work.finished) and fences executions (the
 // lease guard and per-epoch declarations the toolbelt relies on). Control is
 // the operator's entry point to all of it.
 //

@@ -62,6 +62,16 @@ var (
 	ErrInvalidWork       = &Error{Code: "invalid_work", Kind: extension.ErrInvalid}
 	ErrActorRequired     = &Error{Code: "actor_required", Kind: extension.ErrUnauthorized}
 
+	// The Work-level controls (see Control.Hold, Release, Rebind and
+	// Attach) and a manual Work's identity.
+	ErrWorkHeld      = &Error{Code: "work_held", Kind: extension.ErrConflict}
+	ErrNotHeld       = &Error{Code: "not_held", Kind: extension.ErrConflict}
+	ErrSystemHold    = &Error{Code: "system_hold", Kind: extension.ErrConflict}
+	ErrAttemptLive   = &Error{Code: "attempt_live", Kind: extension.ErrConflict}
+	ErrEventNotFound = &Error{Code: "event_not_found", Kind: extension.ErrNotFound}
+	ErrAlreadyInput  = &Error{Code: "already_input", Kind: extension.ErrConflict}
+	ErrWorkConflict  = &Error{Code: "work_conflict", Kind: extension.ErrConflict}
+
 	// The rules of where operator events and new Work may go (see
 	// WorkBinding): an active scope, and a binding and grants of its own.
 	ErrScopeInactive   = &Error{Code: "scope_inactive", Kind: extension.ErrInvalid}

@@ -20,7 +20,30 @@ const (
 	HoldAttemptLost        = "attempt_lost"
 	HoldBindingUnavailable = "binding_unavailable"
 	HoldToolbeltFailed     = "toolbelt_unavailable"
+	// HoldOperator is an operator's hold (Control.Hold); only it is
+	// lifted by Control.Release.
+	HoldOperator = "operator_held"
 )
+
+// Who set a hold (HoldBy).
+const (
+	HoldByOperator = "operator"
+	HoldBySystem   = "system"
+)
+
+// HoldBy says who set a hold of the given blocked reason: an operator
+// (operator_held, operator_cancelled) or the system (any other reason:
+// secret_unavailable, attempt_lost, binding_unavailable, a start gate's…);
+// "" for a Work that is not held.
+func HoldBy(reason string) string {
+	switch reason {
+	case "":
+		return ""
+	case HoldOperator, HoldOperatorCancelled:
+		return HoldByOperator
+	}
+	return HoldBySystem
+}
 
 // NewWork describes a Work to create.
 type NewWork struct {
@@ -81,11 +104,14 @@ func (r *Runtime) CreateWorkInTx(ctx context.Context, tx storage.Tx, nw NewWork)
 	if nw.ID != "" {
 		w, err := tx.GetWork(ctx, nw.ID)
 		if err == nil {
-			if w.Scope != nw.Scope || w.Binding != nw.Binding {
-				return WorkCreated{}, Refuse(extension.ErrConflict, ErrInvalidWork.Code, "work id %s names another Work", nw.ID)
-			}
 			created, err := tx.GetEvent(ctx, w.CreatedEvent)
-			return WorkCreated{Work: w, Created: created, Replayed: true}, err
+			if err != nil {
+				return WorkCreated{}, err
+			}
+			if !sameWork(w, created, nw) {
+				return WorkCreated{}, Refuse(extension.ErrConflict, ErrWorkConflict.Code, "Work %s was created by a request with another scope, binding, parent, correlation key or grants; this identity (Idempotency-Key) was used for a different request: use a new one", nw.ID)
+			}
+			return WorkCreated{Work: w, Created: created, Replayed: true}, nil
 		}
 		if !errors.Is(err, storage.ErrNotFound) {
 			return WorkCreated{}, err
@@ -146,6 +172,41 @@ func (r *Runtime) CreateWorkInTx(ctx context.Context, tx storage.Tx, nw NewWork)
 		}
 	}
 	return WorkCreated{Work: w, Created: created}, nil
+}
+
+// sameWork reports whether the existing Work w, created by created, is
+// the one nw asks for: the same scope, parent, binding, keys and grants as
+// its core.work.created recorded (the binding and grants the Work was
+// created with, whatever a rebind changed since).
+func sameWork(w storage.Work, created storage.Event, nw NewWork) bool {
+	var rec struct {
+		Binding string   `json:"binding"`
+		Parent  string   `json:"parent_work"`
+		Keys    []string `json:"keys"`
+		Grants  []string `json:"grants"`
+	}
+	if err := json.Unmarshal(created.Data, &rec); err != nil {
+		return false
+	}
+	return w.Scope == nw.Scope && rec.Binding == nw.Binding && rec.Parent == nw.Parent &&
+		sameSet(rec.Keys, append([]string{nw.ID}, nw.Keys...)) && sameSet(rec.Grants, nw.Grants)
+}
+
+// sameSet reports whether a and b hold the same strings, ignoring order
+// and repeats.
+func sameSet(a, b []string) bool {
+	a, b = dedupe(a), dedupe(b)
+	if len(a) != len(b) {
+		return false
+	}
+	sort.Strings(a)
+	sort.Strings(b)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Runtime) acquireKeys(ctx context.Context, tx storage.Tx, w storage.Work, keys []string) error {

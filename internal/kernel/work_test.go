@@ -91,7 +91,8 @@ func TestCreateWork(t *testing.T) {
 	if res.Input.Parent != res.Created.ID || res.Input.Type != "ticket.assigned" || res.Work.InputCount != 1 {
 		t.Fatalf("input %+v, work %+v", res.Input, res.Work)
 	}
-	again, err := b.ctl.CreateWork(operator, kernel.CreateWorkRequest{ID: "wrk_derived1", Scope: "s1", Binding: "b1", Input: &kernel.InputSpec{Type: "ticket.assigned"}})
+	again, err := b.ctl.CreateWork(operator, kernel.CreateWorkRequest{ID: "wrk_derived1", Scope: "s1", Binding: "b1", Keys: []string{"ticket/7"}, Grants: []string{"deploy"},
+		Input: &kernel.InputSpec{Type: "ticket.assigned", Data: []byte(`{"n":7}`)}})
 	if err != nil || !again.Replayed || again.Work.ID != res.Work.ID || again.Input.ID != res.Input.ID {
 		t.Fatalf("retried create = %+v, %v", again, err)
 	}

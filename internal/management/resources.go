@@ -32,6 +32,10 @@ type Controls interface {
 	CancelExecution(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
 	Retry(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
 	Wake(ctx context.Context, req kernel.WakeRequest) (kernel.WakeResult, error)
+	Hold(ctx context.Context, req kernel.HoldRequest) (kernel.ControlResult, error)
+	Release(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
+	Rebind(ctx context.Context, req kernel.RebindRequest) (kernel.ControlResult, error)
+	Attach(ctx context.Context, req kernel.AttachRequest) (kernel.ControlResult, error)
 	Trace(ctx context.Context, ev storage.Event) (kernel.Decision, error)
 }
 
@@ -124,6 +128,10 @@ func (rs *Resources) Routes() []Route {
 		{Method: "POST", Pattern: "/v1/work/{id}/cancel", Role: RoleOperate, Idempotent: true, Handler: rs.cancelWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/retry", Role: RoleOperate, Idempotent: true, Handler: rs.retryWork},
 		{Method: "POST", Pattern: "/v1/work/{id}/wake", Role: RoleOperate, Idempotent: true, Handler: rs.wakeWork},
+		{Method: "POST", Pattern: "/v1/work/{id}/hold", Role: RoleOperate, Idempotent: true, Handler: rs.holdWork},
+		{Method: "POST", Pattern: "/v1/work/{id}/release", Role: RoleOperate, Idempotent: true, Handler: rs.releaseWork},
+		{Method: "POST", Pattern: "/v1/work/{id}/rebind", Role: RoleOperate, Idempotent: true, Handler: rs.rebindWork},
+		{Method: "POST", Pattern: "/v1/work/{id}/attach", Role: RoleOperate, Idempotent: true, Handler: rs.attachWork},
 
 		{Method: "GET", Pattern: "/v1/events", Role: RoleView, Handler: rs.listEvents},
 		{Method: "POST", Pattern: "/v1/events", Role: RoleOperate, Idempotent: true, Handler: rs.emit},

@@ -8,6 +8,7 @@ import (
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/wire"
 )
 
 // The run history: one row per attempt across Work, newest first.
@@ -130,7 +131,7 @@ func (c *runCache) run(ctx context.Context, e storage.Execution) (api.Run, error
 		}
 		c.work[e.Work] = w
 	}
-	run := api.Run{Execution: executionOut(e), WorkState: string(w.State), TriggerEvent: w.CreatedEvent}
+	run := api.Run{Execution: executionOut(e), WorkState: string(w.State), WorkHold: wire.Hold(w), TriggerEvent: w.CreatedEvent}
 	if workTerminal(w) {
 		run.Outcome = w.OutcomeMessage
 	}

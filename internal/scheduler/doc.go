@@ -33,9 +33,11 @@
 // Any nonterminal Work can be held (BlockedReason): operator_cancelled
 // (execution cancel), secret_unavailable, toolbelt_unavailable,
 // binding_unavailable, sandbox_unavailable (an executor's Preflight),
-// attempt_lost, start_gate / a start gate's own reason. A held Work is not claimed, resumed or recovered until a retry
-// (core.manual.retry) releases it; a retry of a held running Work starts
-// nothing: recovery adopts its attempt again. Work cancel ends any nonterminal Work.
+// attempt_lost, start_gate / a start gate's own reason, operator_held (an
+// operator's hold). A held Work is not claimed, resumed or recovered until a retry
+// (core.manual.retry) or, for an operator's hold, a release lifts it; a retry of a held running Work starts
+// nothing: recovery adopts its attempt again. Under operator_held a running
+// attempt goes on: it is renewed and recovered as any other. Work cancel ends any nonterminal Work.
 // A terminal Work releases its keys and emits core.work.finished.
 //
 // # Execution

@@ -251,7 +251,10 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 			errs = append(errs, err)
 			continue
 		}
-		if old.State == storage.ExecutionRunning && w.Held() {
+		// A running attempt of a held Work is left alone (the retry of
+		// a system hold lets recovery adopt it again), except under an
+		// operator's hold, which lets a running attempt go on.
+		if old.State == storage.ExecutionRunning && w.Held() && w.BlockedReason != kernel.HoldOperator {
 			continue
 		}
 		now := s.now()

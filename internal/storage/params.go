@@ -135,6 +135,10 @@ type UpdateWorkParams struct {
 	// AddAttempts is added to Attempts.
 	AddAttempts int
 	Now         time.Time
+	// Binding and Grants move the Work to another binding of its scope
+	// (an operator's rebind).
+	Binding *string
+	Grants  *[]string
 }
 
 // AcquireKeyParams gives Work the key in Scope.

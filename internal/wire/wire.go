@@ -33,8 +33,17 @@ func Work(w storage.Work) api.Work {
 		BlockedReason: w.BlockedReason, BlockedDetail: w.BlockedDetail, WaitReason: w.WaitReason, Parent: w.Parent, CreatedEvent: w.CreatedEvent,
 		OutcomeMessage: w.OutcomeMessage, OutcomeData: w.OutcomeData, Grants: w.Grants,
 		InputWatermark: w.InputWatermark, InputCount: w.InputCount, Attempts: w.Attempts,
-		Revision: w.Revision, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Revision: w.Revision, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Hold: Hold(w),
 	}
+}
+
+// Hold is a Work's hold told by who set it (kernel.HoldBy), nil when it
+// is not held.
+func Hold(w storage.Work) *api.Hold {
+	if w.BlockedReason == "" {
+		return nil
+	}
+	return &api.Hold{Reason: w.BlockedReason, Detail: w.BlockedDetail, By: kernel.HoldBy(w.BlockedReason)}
 }
 
 // Execution is an execution record.

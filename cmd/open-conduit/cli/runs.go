@@ -140,6 +140,9 @@ Example:
 				{"state", e.State}, {"result", or(e.Result, "-")}, {"exit code", exitCode(e)}, {"duration", duration(r.DurationMS)},
 				{"usage", runUsage(*r)},
 			}
+			if h := r.WorkHold; h != nil {
+				rows = append(rows, []string{"work held", h.Reason + ": " + h.Detail + " (by the " + h.By + ")"})
+			}
 			if e.Message != "" {
 				rows = append(rows, []string{"message", e.Message})
 			}

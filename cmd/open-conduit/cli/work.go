@@ -36,12 +36,13 @@ func restarting(err error) bool {
 func newWorkCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "work",
-		Short: "List, show, create, cancel, retry and wake Work",
+		Short: "List, show, create, cancel, retry, wake, hold, release, rebind and attach Work",
 		Args:  cobra.NoArgs,
-		RunE:  subcommandNeeded("list, get ID, create, cancel ID, retry ID, wake ID, logs ID"),
+		RunE:  subcommandNeeded("list, get ID, create, cancel ID, retry ID, wake ID, hold ID, release ID, rebind ID, attach ID, logs ID"),
 	}
 	cmd.AddCommand(newWorkListCmd(s), newWorkGetCmd(s), newWorkCreateCmd(s), newWorkCancelCmd(s), newWorkRetryCmd(s), newWorkWakeCmd(s),
 		newLogCmd(s, "logs WORK [-f] [--tail N]", "Write the logs of a Work's attempts, following the newest while it runs", "Work ID", true))
+	cmd.AddCommand(workControlCmds(s)...)
 	return cmd
 }
 
@@ -78,7 +79,11 @@ func printWork(w io.Writer, wk *client.Work) error {
 		{"state", wk.State},
 	}
 	if wk.Held() {
-		rows = append(rows, []string{"held", wk.BlockedReason + ": " + wk.BlockedDetail})
+		held := wk.BlockedReason + ": " + wk.BlockedDetail
+		if wk.Hold != nil {
+			held += " (by the " + wk.Hold.By + ")"
+		}
+		rows = append(rows, []string{"held", held})
 	}
 	if wk.WaitReason != "" {
 		rows = append(rows, []string{"waiting on", wk.WaitReason})

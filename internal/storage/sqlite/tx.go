@@ -133,6 +133,12 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 		}
 		set, args = append(set, "state = ?"), append(args, string(*p.State))
 	}
+	if p.Binding != nil {
+		set, args = append(set, "binding = ?"), append(args, *p.Binding)
+	}
+	if p.Grants != nil {
+		set, args = append(set, "grants = ?"), append(args, jsonList(*p.Grants))
+	}
 	if p.BlockedReason != nil {
 		set, args = append(set, "blocked_reason = ?"), append(args, *p.BlockedReason)
 	}

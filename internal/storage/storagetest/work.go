@@ -267,7 +267,7 @@ func workRoundTrip(ctx context.Context, s storage.Store) error {
 	}
 	held, detail, msg, wm, why := "operator_hold", "held by ann", "done so far", int64(3), "start gate g: a person approves it"
 	data := json.RawMessage(`{"x":1}`)
-	var updated, stateOnly, cleared storage.Work
+	var updated, stateOnly, cleared, moved storage.Work
 	err = s.WithTx(ctx, func(tx storage.Tx) error {
 		var err error
 		updated, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &held, BlockedDetail: &detail, OutcomeMessage: &msg,
@@ -281,7 +281,12 @@ func workRoundTrip(ctx context.Context, s storage.Store) error {
 			return err
 		}
 		none := ""
-		cleared, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &none, Now: at(7)})
+		if cleared, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", BlockedReason: &none, Now: at(7)}); err != nil {
+			return err
+		}
+		// A rebind moves the Work to another binding with other grants.
+		b3, g3 := "b3", []string{"g3"}
+		moved, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_1", Binding: &b3, Grants: &g3, Now: at(8)})
 		return err
 	})
 	if err != nil {
@@ -299,7 +304,10 @@ func workRoundTrip(ctx context.Context, s storage.Store) error {
 			sameJSON(stateOnly.OutcomeData, data) && stateOnly.InputWatermark == 3 && stateOnly.Attempts == 3 && stateOnly.Revision > updated.Revision,
 			"an update of the state alone changed other fields: %+v", stateOnly),
 		want(!cleared.Held() && cleared.BlockedDetail == detail && cleared.State == storage.WorkRunning, "clearing the hold = %+v", cleared),
-		want(same(reread, cleared), "work read back after the updates = %+v, want %+v", reread, cleared),
+		want(cleared.Binding == "b2" && fmt.Sprint(cleared.Grants) == "[g1 g2]", "an update without a binding or grants moved the Work: %+v", cleared),
+		want(moved.Binding == "b3" && fmt.Sprint(moved.Grants) == "[g3]" && !moved.Held() && moved.State == storage.WorkRunning && moved.Scope == "s1",
+			"the rebound work = %+v", moved),
+		want(same(reread, moved), "work read back after the updates = %+v, want %+v", reread, moved),
 	)
 }
 
