@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,6 +153,42 @@ func (w *world) stop() {
 	case <-time.After(guard):
 		w.t.Error("the daemon did not stop")
 	}
+	// The supervisors the daemon started are the test process's children,
+	// each watched by a goroutine until it exits: end their groups and wait
+	// until every one is gone, so that no such goroutine outlives the test
+	// on a slow machine.
+	for _, pid := range children() {
+		unix.Kill(-pid, unix.SIGKILL)
+	}
+	for end := time.Now().Add(guard); len(children()) > 0; time.Sleep(poll) {
+		if time.Now().After(end) {
+			w.t.Error("the jobs' supervisors did not exit")
+			return
+		}
+	}
+}
+
+// children are the live or unreaped child processes of the test process.
+func children() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": fields after the last ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(self) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func (w *world) create(binding string) string {
