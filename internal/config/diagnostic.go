@@ -30,6 +30,10 @@ const (
 	CodeOperationDenied        Code = "operation_denied"
 	CodeInvalidCapability      Code = "invalid_capability"
 	CodeInvalidSecretReference Code = "invalid_secret_reference"
+	// CodeScopeSlotTaken is the configuration service's, not Validate's: a
+	// scope id an earlier generation removed, named again for another
+	// scope while Work of the old one is in the store.
+	CodeScopeSlotTaken Code = "scope_slot_taken"
 )
 
 // Diagnostic is one problem of a configuration: an RFC 6901 pointer to the
