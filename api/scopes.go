@@ -75,6 +75,12 @@ const (
 	EffectWake      = "wake"
 	EffectDrop      = "drop"
 	EffectUnmatched = "unmatched"
+	// EffectInject: delivered to the key owner's running attempt as new
+	// input, without stopping it.
+	EffectInject = "inject"
+	// EffectInterrupt: the key owner's running attempt is fenced and its
+	// next one starts with the event as input.
+	EffectInterrupt = "interrupt"
 )
 
 // Route verdicts, as RouteVerdict.Verdict names them.
@@ -106,6 +112,12 @@ type Decision struct {
 	OtherWakes []Wake `json:"other_wakes"`
 	// Started is the Work a start created (not in a trace).
 	Started string `json:"started,omitempty"`
+	// QueuedAhead counts the inputs the resolved Work already has that no
+	// attempt has taken: another input wakes it first, and its next
+	// attempt takes this event with them.
+	QueuedAhead int64 `json:"queued_ahead,omitzero"`
+	// Interrupted is the execution an interrupt fenced (not in a trace).
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // RouteVerdict is one route's verdict on an event, with the reason.

@@ -112,13 +112,19 @@ const (
 	EffectQueue Effect = "queue"
 	// EffectDrop consumes the Event and does nothing.
 	EffectDrop Effect = "drop"
+	// EffectInject delivers the Event to the key owner's running attempt
+	// as new input without stopping it (queue when none runs).
+	EffectInject Effect = "inject"
+	// EffectInterrupt fences the key owner's running attempt and starts
+	// the next one with the Event as input (queue when none runs).
+	EffectInterrupt Effect = "interrupt"
 )
 
 // Route is an ordered rule of a scope.
 type Route struct {
 	ID      string
 	Match   Match
-	Binding string // required for start; optional for queue and drop
+	Binding string // required for start; optional for the others
 	Effect  Effect // default start
 }
 

@@ -658,10 +658,10 @@ func (s *schema) readRoutes(n *node, sc *docScope) {
 				effectOK = false
 				if t, ok := s.str(v); ok {
 					switch Effect(t) {
-					case EffectStart, EffectQueue, EffectDrop:
+					case EffectStart, EffectQueue, EffectInject, EffectInterrupt, EffectDrop:
 						r.effect, effectOK = Effect(t), true
 					default:
-						s.add(v.path(), CodeInvalidValue, "an effect is start, queue or drop")
+						s.add(v.path(), CodeInvalidValue, "an effect is start, queue, inject, interrupt or drop")
 					}
 				}
 			default:

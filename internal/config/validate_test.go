@@ -203,6 +203,8 @@ func ruleCases() []ruleCase {
 		{"route match source a prefix", setTo(route+"/0/match/source", "core.*"), one(route+"/0/match/source", CodeInvalidValue)},
 		{"route match unknown field", setTo(route+"/0/match/data", "x"), one(route+"/0/match/data", CodeUnknownField)},
 		{"route effect unknown", setTo(route+"/0/effect", "launch"), one(route+"/0/effect", CodeInvalidValue)},
+		{"route effect inject without a binding", setTo(route+"/2/effect", "inject"), nil},
+		{"route effect interrupt without a binding", setTo(route+"/2/effect", "interrupt"), nil},
 		{"route binding missing for start", delAt(route + "/0/binding"), one(route+"/0/binding", CodeMissingField)},
 		{"route binding missing for the default effect", delAt(route + "/1/binding"), one(route+"/1/binding", CodeMissingField)},
 		{"route binding unknown", setTo(route+"/0/binding", "ghost"), one(route+"/0/binding", CodeUnknownReference)},

@@ -20,7 +20,8 @@ func newRouteCmd(s Streams) *cobra.Command {
 		Long: `--trace TYPE asks the daemon how the scope's routes would handle an Event
 of that type now, against the active configuration and the current Work:
 each route's verdict and why, the Work the Event resolves to, and the
-effect (start, queue, wake, drop or unmatched). Nothing is sent or recorded.
+effect (start, queue, inject, interrupt, wake, drop or unmatched). Nothing
+is sent or recorded.
 The source defaults to core.manual. --samples lists the sample Events the
 scope's route handlers offer.`,
 		Args: noArgs,
