@@ -58,6 +58,10 @@ type TraceRequest struct {
 	// WorkID, without a correlation key, resolves the event to that Work.
 	WorkID string          `json:"work_id,omitempty"`
 	Data   json.RawMessage `json:"data,omitempty"`
+	// Sample names one of the scope's samples: the Event is that
+	// sample's, and Type, Source, CorrelationKey and Data, when given,
+	// replace its own.
+	Sample string `json:"sample,omitempty"`
 }
 
 // Trace is the body of a route trace: how the router would handle the
@@ -134,9 +138,15 @@ type Wake struct {
 	Reason string `json:"reason"`
 }
 
-// RouteSample is a named sample Event a scope's route handlers offer
-// (GET /v1/scopes/{id}/route/samples; none in this release).
+// RouteSample is a named sample Event a scope's routes (a route's
+// samples in the configuration) or its ingresses offer (GET
+// /v1/scopes/{id}/route/samples). A trace names it with
+// TraceRequest.Sample.
 type RouteSample struct {
-	Name  string          `json:"name"`
+	Name string `json:"name"`
+	// Route is the route that offers it (omitted for an ingress's).
+	Route string `json:"route,omitempty"`
+	// Event is the sample as a TraceRequest: type, source,
+	// correlation_key, data.
 	Event json.RawMessage `json:"event"`
 }

@@ -126,6 +126,20 @@ type Route struct {
 	Match   Match
 	Binding string // required for start; optional for the others
 	Effect  Effect // default start
+	// Samples are the route's named sample Events, in document order.
+	Samples []Sample
+}
+
+// Sample is a named sample Event a route offers: what an operator traces
+// by name. It is an Event the route matches.
+type Sample struct {
+	Name string
+	Type string
+	// Source is empty for core.manual.
+	Source         string
+	CorrelationKey string
+	// Data is a canonical JSON object, nil when the sample has none.
+	Data json.RawMessage
 }
 
 // Match selects Events by type (exact a.b, or prefix a.*) and, optionally,

@@ -237,6 +237,8 @@ const (
 	placeRoutes
 	placeRoute
 	placeMatch
+	placeSamples
+	placeSample
 	placeList // an array of strings
 	placeFree // an executor's config: free form
 	placeLeaf // a scalar member
@@ -254,9 +256,10 @@ var fixedFields = map[place]map[string]place{
 	placeAuthorization: {"operations": placeList, "reads": placeList},
 	placeBinding: {"executor": placeLeaf, "config": placeFree, "operations": placeList,
 		"secrets": placeBindingSecrets, "grants": placeGrants, "requires": placeList, "playbook": placeLeaf},
-	placeGrant: {"operations": placeList},
-	placeRoute: {"id": placeLeaf, "match": placeMatch, "binding": placeLeaf, "effect": placeLeaf},
-	placeMatch: {"type": placeLeaf, "source": placeLeaf},
+	placeGrant:  {"operations": placeList},
+	placeRoute:  {"id": placeLeaf, "match": placeMatch, "binding": placeLeaf, "effect": placeLeaf, "samples": placeSamples},
+	placeSample: {"type": placeLeaf, "source": placeLeaf, "correlation_key": placeLeaf, "data": placeFree},
+	placeMatch:  {"type": placeLeaf, "source": placeLeaf},
 }
 
 // keyedMaps lists the objects keyed by a name, the rule the name must pass
@@ -271,6 +274,7 @@ var keyedMaps = map[place]struct {
 	placeBindings:       {validID, placeBinding},
 	placeBindingSecrets: {validEnvName, placeLeaf},
 	placeGrants:         {validID, placeGrant},
+	placeSamples:        {validID, placeSample},
 }
 
 // next returns the place of the member or element s of a value at p, and
