@@ -33,6 +33,7 @@ type Controls interface {
 	Retry(ctx context.Context, req kernel.ControlRequest) (kernel.ControlResult, error)
 	Wake(ctx context.Context, req kernel.WakeRequest) (kernel.WakeResult, error)
 	Trace(ctx context.Context, ev storage.Event) (kernel.Decision, error)
+	ReconcileScopes(ctx context.Context, req kernel.ReconcileRequest) (kernel.ReconcileResult, error)
 }
 
 var _ Controls = (*kernel.Control)(nil)
@@ -135,6 +136,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/scopes/{id}", Role: RoleView, Handler: rs.getScope},
 		{Method: "POST", Pattern: "/v1/scopes/{id}/route/trace", Role: RoleView, Handler: rs.traceRoute},
 		{Method: "GET", Pattern: "/v1/scopes/{id}/route/samples", Role: RoleView, Handler: rs.routeSamples},
+		{Method: "POST", Pattern: "/v1/scopes/reconcile", Role: RoleOperate, Idempotent: true, Handler: rs.reconcileScopes},
 
 		{Method: "GET", Pattern: "/v1/work", Role: RoleView, Handler: rs.listWork},
 		{Method: "POST", Pattern: "/v1/work", Role: RoleOperate, Idempotent: true, Handler: rs.createWork},
