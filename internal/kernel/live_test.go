@@ -151,3 +151,28 @@ func TestTraceOfLiveEffectsIsRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceOfAWaitingWorkCountsInputsAhead: an event queued for a waiting
+// Work (it does not satisfy the Wait) reports the inputs already queued
+// for it, in the trace as in the route.
+func TestTraceOfAWaitingWorkCountsInputsAhead(t *testing.T) {
+	b := setup(t)
+	b.routes["s1"] = liveRoutes()
+	ctx := context.Background()
+	_, d := b.acceptRoute(t, storage.Event{Type: "chat.opened", Source: "chat", Scope: "s1", CorrelationKey: "c/1"})
+	exe := b.run(t, d.Started)
+	seq, _ := b.store.LastSeq(ctx)
+	b.waitOn(t, exe, kernel.WaitSpec{Types: []string{"chat.approved"}}, seq)
+	for i, want := range []int64{0, 1} {
+		ev := storage.Event{Type: "chat.message", Scope: "s1", CorrelationKey: "c/1"}
+		tr, err := b.ctl.Trace(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Source = kernel.SourceManual
+		_, d := b.acceptRoute(t, ev)
+		if d.Effect != kernel.EffectQueue || d.QueuedAhead != want || tr.Effect != d.Effect || tr.QueuedAhead != d.QueuedAhead {
+			t.Fatalf("message %d to a waiting Work: trace %+v, route %+v, want queue with %d ahead", i, tr, d, want)
+		}
+	}
+}

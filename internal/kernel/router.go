@@ -113,6 +113,9 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	if bypasses(owner) {
 		d.Routes = bypassRoutes(routes, owner)
 		d.Effect, d.Wait, d.Detail = bypassEffect(owner, primary)
+		if d.Effect == EffectQueue {
+			d.QueuedAhead = queuedAhead(*owner)
+		}
 		return d, nil
 	}
 
