@@ -295,21 +295,13 @@ func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect
 		case owner != nil:
 			return rt.Effect, "", fmt.Sprintf("queued as input for Work %s, which owns key %q", owner.ID, ev.CorrelationKey)
 		case ev.CorrelationKey == "":
-			return EffectDrop, "", fmt.Sprintf("the route %ss, but the event has no correlation key", verb(rt.Effect))
+			return EffectDrop, "", fmt.Sprintf("the route %ss, but the event has no correlation key", rt.Effect)
 		}
-		return EffectDrop, "", fmt.Sprintf("the route %ss, but no unfinished Work owns key %q", verb(rt.Effect), ev.CorrelationKey)
+		return EffectDrop, "", fmt.Sprintf("the route %ss, but no unfinished Work owns key %q", rt.Effect, ev.CorrelationKey)
 	case EffectDrop:
 		return EffectDrop, "", fmt.Sprintf("route %s drops it", rt.ID)
 	}
 	return EffectDrop, "", fmt.Sprintf("route %s has effect %q, which this release does not apply", rt.ID, rt.Effect)
-}
-
-// verb is an effect as the verb of "the route …s".
-func verb(e Effect) string {
-	if e == EffectQueue {
-		return "queue"
-	}
-	return string(e)
 }
 
 // wakesFor lists the active waits the event satisfies.
