@@ -352,6 +352,13 @@ func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapsho
 		if err := checkScopesInUse(ctx, tx, prev, snap); err != nil {
 			return err
 		}
+		// Apply checked the slots before saving the file; this holds the
+		// rule for adoption too, and against Work created since.
+		if diags, err := checkSlots(ctx, tx, snap); err != nil {
+			return err
+		} else if len(diags) > 0 {
+			return invalidConfig(diags)
+		}
 		if err := tx.InsertGeneration(ctx, &gen); err != nil {
 			if errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrDuplicate) {
 				return staleGeneration(after)

@@ -60,7 +60,8 @@ func (s *Service) ValidateStored(ctx context.Context, data []byte) (*config.Snap
 		return nil, config.Result{}, err
 	}
 	if len(diags) > 0 {
-		res.Diagnostics, res.Warnings = diags, nil
+		// Refused like any invalid configuration: no snapshot, no hash.
+		return nil, config.Result{Diagnostics: diags, Warnings: nil}, nil
 	}
 	return snap, res, nil
 }
