@@ -53,6 +53,7 @@ func init() {
 		api.EmitInput{}, api.EmitResult{}, api.CreateWorkInput{}, api.CreateWorkResult{},
 		api.WaitInput{}, api.OutcomeInput{}, api.DeclaredResult{}, api.ReadContextResult{}, api.GitCredentialInput{},
 		api.Operator{}, api.Action{}, api.RouteSample{}, api.EgressConnection{},
+		api.ReconcileRequest{}, api.Reconciled{},
 	} {
 		t := reflect.TypeOf(v)
 		docTypes[t.Name()] = t
@@ -291,6 +292,7 @@ var routeRequests = map[string]any{
 	"POST /v1/auth/revoke":             api.RevokeRequest{},
 	"POST /v1/auth/operators":          api.IssueRequest{},
 	"POST /v1/scopes/{id}/route/trace": api.TraceRequest{},
+	"POST /v1/scopes/reconcile":        api.ReconcileRequest{},
 	"POST /v1/work":                    api.CreateWorkRequest{},
 	"POST /v1/work/{id}/cancel":        api.ControlRequest{},
 	"POST /v1/work/{id}/retry":         api.ControlRequest{},

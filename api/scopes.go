@@ -58,6 +58,10 @@ type TraceRequest struct {
 	// WorkID, without a correlation key, resolves the event to that Work.
 	WorkID string          `json:"work_id,omitempty"`
 	Data   json.RawMessage `json:"data,omitempty"`
+	// Sample names one of the scope's samples: the Event is that
+	// sample's, and Type, Source, CorrelationKey and Data, when given,
+	// replace its own.
+	Sample string `json:"sample,omitempty"`
 }
 
 // Trace is the body of a route trace: how the router would handle the
@@ -75,6 +79,12 @@ const (
 	EffectWake      = "wake"
 	EffectDrop      = "drop"
 	EffectUnmatched = "unmatched"
+	// EffectInject: delivered to the key owner's running attempt as new
+	// input, without stopping it.
+	EffectInject = "inject"
+	// EffectInterrupt: the key owner's running attempt is fenced and its
+	// next one starts with the event as input.
+	EffectInterrupt = "interrupt"
 )
 
 // Route verdicts, as RouteVerdict.Verdict names them.
@@ -106,6 +116,12 @@ type Decision struct {
 	OtherWakes []Wake `json:"other_wakes"`
 	// Started is the Work a start created (not in a trace).
 	Started string `json:"started,omitempty"`
+	// QueuedAhead counts the inputs the resolved Work already has that no
+	// attempt has taken: another input wakes it first, and its next
+	// attempt takes this event with them.
+	QueuedAhead int64 `json:"queued_ahead,omitzero"`
+	// Interrupted is the execution an interrupt fenced (not in a trace).
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // RouteVerdict is one route's verdict on an event, with the reason.
@@ -122,9 +138,15 @@ type Wake struct {
 	Reason string `json:"reason"`
 }
 
-// RouteSample is a named sample Event a scope's route handlers offer
-// (GET /v1/scopes/{id}/route/samples; none in this release).
+// RouteSample is a named sample Event a scope's routes (a route's
+// samples in the configuration) or its ingresses offer (GET
+// /v1/scopes/{id}/route/samples). A trace names it with
+// TraceRequest.Sample.
 type RouteSample struct {
-	Name  string          `json:"name"`
+	Name string `json:"name"`
+	// Route is the route that offers it (omitted for an ingress's).
+	Route string `json:"route,omitempty"`
+	// Event is the sample as a TraceRequest: type, source,
+	// correlation_key, data.
 	Event json.RawMessage `json:"event"`
 }

@@ -33,6 +33,26 @@ type Ingress interface {
 	AdmitsTrace(config json.RawMessage, scope string) bool
 }
 
+// IngressSampler is an Ingress that also offers named sample Events, so
+// that an operator can trace what it would send (open-conduit route
+// --trace NAME). It is optional: the host asks an ingress that implements
+// it, for the scopes the active generation enables its registration in.
+type IngressSampler interface {
+	// Samples returns the sample Events the ingress offers for scope
+	// under config (what CheckConfig accepted). Each comes from the
+	// ingress's Source; a name is a lower-case id, unique among them.
+	Samples(config json.RawMessage, scope string) []IngressSample
+}
+
+// IngressSample is one named sample Event of an ingress.
+type IngressSample struct {
+	Name           string
+	Type           string
+	CorrelationKey string
+	// Data is a JSON object (nil for none).
+	Data json.RawMessage
+}
+
 // IngressHost is what the host gives a running ingress.
 type IngressHost interface {
 	// Accept accepts one Event from the ingress and routes it at once, in

@@ -119,14 +119,34 @@ const (
 	EffectQueue Effect = "queue"
 	// EffectDrop consumes the Event and does nothing.
 	EffectDrop Effect = "drop"
+	// EffectInject delivers the Event to the key owner's running attempt
+	// as new input without stopping it (queue when none runs).
+	EffectInject Effect = "inject"
+	// EffectInterrupt fences the key owner's running attempt and starts
+	// the next one with the Event as input (queue when none runs).
+	EffectInterrupt Effect = "interrupt"
 )
 
 // Route is an ordered rule of a scope.
 type Route struct {
 	ID      string
 	Match   Match
-	Binding string // required for start; optional for queue and drop
+	Binding string // required for start; optional for the others
 	Effect  Effect // default start
+	// Samples are the route's named sample Events, in document order.
+	Samples []Sample
+}
+
+// Sample is a named sample Event a route offers: what an operator traces
+// by name. It is an Event the route matches.
+type Sample struct {
+	Name string
+	Type string
+	// Source is empty for core.manual.
+	Source         string
+	CorrelationKey string
+	// Data is a canonical JSON object, nil when the sample has none.
+	Data json.RawMessage
 }
 
 // Match selects Events by type (exact a.b, or prefix a.*) and, optionally,

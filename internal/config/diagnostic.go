@@ -30,6 +30,10 @@ const (
 	CodeOperationDenied        Code = "operation_denied"
 	CodeInvalidCapability      Code = "invalid_capability"
 	CodeInvalidSecretReference Code = "invalid_secret_reference"
+	// CodeScopeSlotTaken is the configuration service's, not Validate's: a
+	// scope id an earlier generation removed, named again for another
+	// scope while Work of the old one is in the store.
+	CodeScopeSlotTaken Code = "scope_slot_taken"
 )
 
 // Diagnostic is one problem of a configuration: an RFC 6901 pointer to the
@@ -233,6 +237,8 @@ const (
 	placeRoutes
 	placeRoute
 	placeMatch
+	placeSamples
+	placeSample
 	placeList // an array of strings
 	placeFree // an executor's config: free form
 	placeLeaf // a scalar member
@@ -250,9 +256,10 @@ var fixedFields = map[place]map[string]place{
 	placeAuthorization: {"operations": placeList, "reads": placeList},
 	placeBinding: {"executor": placeLeaf, "config": placeFree, "operations": placeList,
 		"secrets": placeBindingSecrets, "grants": placeGrants, "requires": placeList, "playbook": placeLeaf},
-	placeGrant: {"operations": placeList},
-	placeRoute: {"id": placeLeaf, "match": placeMatch, "binding": placeLeaf, "effect": placeLeaf},
-	placeMatch: {"type": placeLeaf, "source": placeLeaf},
+	placeGrant:  {"operations": placeList},
+	placeRoute:  {"id": placeLeaf, "match": placeMatch, "binding": placeLeaf, "effect": placeLeaf, "samples": placeSamples},
+	placeSample: {"type": placeLeaf, "source": placeLeaf, "correlation_key": placeLeaf, "data": placeFree},
+	placeMatch:  {"type": placeLeaf, "source": placeLeaf},
 }
 
 // keyedMaps lists the objects keyed by a name, the rule the name must pass
@@ -267,6 +274,7 @@ var keyedMaps = map[place]struct {
 	placeBindings:       {validID, placeBinding},
 	placeBindingSecrets: {validEnvName, placeLeaf},
 	placeGrants:         {validID, placeGrant},
+	placeSamples:        {validID, placeSample},
 }
 
 // next returns the place of the member or element s of a value at p, and

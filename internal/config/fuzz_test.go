@@ -55,6 +55,12 @@ type strictShape struct {
 			} `json:"match"`
 			Binding string `json:"binding"`
 			Effect  string `json:"effect"`
+			Samples map[string]struct {
+				Type           string         `json:"type"`
+				Source         string         `json:"source"`
+				CorrelationKey string         `json:"correlation_key"`
+				Data           map[string]any `json:"data"`
+			} `json:"samples"`
 		} `json:"routes"`
 	} `json:"scopes"`
 }

@@ -3,9 +3,11 @@ package config
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -106,6 +108,19 @@ type docRoute struct {
 	binding    string
 	bindingSet bool // binding is present and a string
 	effect     Effect
+	samples    []*docSample
+}
+
+// docSample is one of a route's named sample Events.
+type docSample struct {
+	name      string
+	node      *node
+	typ       string
+	source    string
+	key       string
+	data      *node
+	usable    bool // every member read cleanly
+	typeKnown bool
 }
 
 // schema reads nodes, reporting into is.
@@ -663,18 +678,20 @@ func (s *schema) readRoutes(n *node, sc *docScope) {
 			case "binding":
 				hasBinding = true
 				r.binding, r.bindingSet = s.str(v)
+			case "samples":
+				s.readSamples(v, r)
 			case "effect":
 				effectOK = false
 				if t, ok := s.str(v); ok {
 					switch Effect(t) {
-					case EffectStart, EffectQueue, EffectDrop:
+					case EffectStart, EffectQueue, EffectInject, EffectInterrupt, EffectDrop:
 						r.effect, effectOK = Effect(t), true
 					default:
-						s.add(v.path(), CodeInvalidValue, "an effect is start, queue or drop")
+						s.add(v.path(), CodeInvalidValue, "an effect is start, queue, inject, interrupt or drop")
 					}
 				}
 			default:
-				s.unknown(e, m.name, "id, match, binding and effect")
+				s.unknown(e, m.name, "id, match, binding, effect and samples")
 			}
 		}
 		if !hasID {
@@ -686,8 +703,111 @@ func (s *schema) readRoutes(n *node, sc *docScope) {
 		if effectOK && r.effect == EffectStart && !hasBinding {
 			s.missing(e, "binding", `"binding", the binding of this scope that starts the Work`)
 		}
+		if hasMatch && r.matchType != "" {
+			for _, sm := range r.samples {
+				if sm.usable && sm.typeKnown && !sampleMatches(r, sm) {
+					s.add(sm.node.path(), CodeInvalidValue, "a route's sample is an Event the route matches: give it a type (and source) of the route's match")
+				}
+			}
+		}
 	}
 }
+
+// sampleMatches reports whether the route matches its sample, whose
+// source defaults to core.manual as an operator's trace does.
+func sampleMatches(r *docRoute, sm *docSample) bool {
+	source := sm.source
+	if source == "" {
+		source = "core.manual"
+	}
+	if prefix, ok := strings.CutSuffix(r.matchType, ".*"); ok {
+		if !strings.HasPrefix(sm.typ, prefix+".") {
+			return false
+		}
+	} else if r.matchType != sm.typ {
+		return false
+	}
+	return r.source == "" || r.source == source
+}
+
+// readSamples reads a route's samples: named Events an operator traces by
+// name (open-conduit route --trace NAME). A sample is what an operator's
+// trace could send: an event type that is not core, a source that is not a
+// core source other than core.manual and core.action, a correlation key
+// and object data.
+func (s *schema) readSamples(n *node, r *docRoute) {
+	if !s.object(n, `an object mapping sample names to Events such as {"type": "deploy.requested"}`) {
+		return
+	}
+	for _, m := range n.members {
+		if !validID(m.name) {
+			s.add(n.child(m.name), CodeInvalidValue, idRemedy("sample"))
+			continue
+		}
+		sm := &docSample{name: m.name, node: m.value, usable: true}
+		r.samples = append(r.samples, sm)
+		if !s.object(m.value, `an Event such as {"type": "deploy.requested", "correlation_key": "deploy/main"}`) {
+			sm.usable = false
+			continue
+		}
+		hasType := false
+		for _, f := range m.value.members {
+			v := f.value
+			switch f.name {
+			case "type":
+				hasType = true
+				t, ok := s.str(v)
+				switch {
+				case !ok:
+					sm.usable = false
+				case !validEventType(t) || strings.HasPrefix(t, "core."):
+					s.add(v.path(), CodeInvalidValue, "a sample's type is a namespaced event type such as deploy.requested, not a prefix and not core.*")
+					sm.usable = false
+				default:
+					sm.typ, sm.typeKnown = t, true
+				}
+			case "source":
+				t, ok := s.str(v)
+				switch {
+				case !ok:
+					sm.usable = false
+				case !validEventType(t) || (strings.HasPrefix(t, "core.") && t != "core.manual" && t != "core.action"):
+					s.add(v.path(), CodeInvalidValue, "a sample's source is a namespaced name such as core.manual; of the core sources only core.manual and core.action")
+					sm.usable = false
+				default:
+					sm.source = t
+				}
+			case "correlation_key":
+				t, ok := s.str(v)
+				switch {
+				case !ok:
+					sm.usable = false
+				case t == "" || len(t) > maxSampleKey:
+					s.add(v.path(), CodeInvalidValue, fmt.Sprintf("a sample's correlation key is 1 to %d bytes", maxSampleKey))
+					sm.usable = false
+				default:
+					sm.key = t
+				}
+			case "data":
+				if !s.object(v, "a JSON object") {
+					sm.usable = false
+					continue
+				}
+				sm.data = v
+			default:
+				s.unknown(m.value, f.name, "type, source, correlation_key and data")
+				sm.usable = false
+			}
+		}
+		if !hasType {
+			s.missing(m.value, "type", `"type", the sample's event type such as deploy.requested`)
+			sm.usable = false
+		}
+	}
+}
+
+// maxSampleKey bounds a sample's correlation key.
+const maxSampleKey = 256
 
 func (s *schema) readMatch(n *node, r *docRoute) {
 	if !s.object(n, `an object such as {"type": "core.manual", "source": "core.manual"}`) {
@@ -756,7 +876,17 @@ func (d *doc) config() *Config {
 			out.Bindings[bid] = b.binding()
 		}
 		for _, r := range sc.routes {
-			out.Routes = append(out.Routes, Route{ID: r.id, Match: Match{Type: r.matchType, Source: r.source}, Binding: r.binding, Effect: r.effect})
+			rt := Route{ID: r.id, Match: Match{Type: r.matchType, Source: r.source}, Binding: r.binding, Effect: r.effect}
+			for _, sm := range r.samples {
+				smp := Sample{Name: sm.name, Type: sm.typ, Source: sm.source, CorrelationKey: sm.key}
+				if sm.data != nil {
+					if raw, err := sm.data.canonical(nil); err == nil {
+						smp.Data = json.RawMessage(raw)
+					}
+				}
+				rt.Samples = append(rt.Samples, smp)
+			}
+			out.Routes = append(out.Routes, rt)
 		}
 		c.Scopes[id] = out
 	}

@@ -548,9 +548,15 @@ func hasBad(n *node) bool {
 }
 
 func (v *validator) checkRoutes(sc *docScope) {
-	seen := map[string]bool{}
+	seen, samples := map[string]bool{}, map[string]bool{}
 	for _, r := range sc.routes {
 		base := scopePath(sc.id, keyStep("routes"), idxStep(r.idx))
+		for _, sm := range r.samples {
+			if samples[sm.name] {
+				v.add(append(slices.Clone(base), keyStep("samples"), keyStep(sm.name)), CodeInvalidValue, "another route of this scope has a sample of this name: sample names are unique within a scope")
+			}
+			samples[sm.name] = true
+		}
 		if r.id != "" {
 			if seen[r.id] {
 				v.add(append(slices.Clone(base), keyStep("id")), CodeInvalidValue, "another route of this scope has this id: route ids are unique within a scope")

@@ -203,6 +203,21 @@ func ruleCases() []ruleCase {
 		{"route match source a prefix", setTo(route+"/0/match/source", "core.*"), one(route+"/0/match/source", CodeInvalidValue)},
 		{"route match unknown field", setTo(route+"/0/match/data", "x"), one(route+"/0/match/data", CodeUnknownField)},
 		{"route effect unknown", setTo(route+"/0/effect", "launch"), one(route+"/0/effect", CodeInvalidValue)},
+		{"route effect inject without a binding", setTo(route+"/2/effect", "inject"), nil},
+		{"route samples", setTo(route+"/0/samples", raw(`{"deploy-main": {"type": "deploy.requested", "correlation_key": "deploy/main", "data": {"ref": "main"}}}`)), nil},
+		{"route sample the route does not match", setTo(route+"/0/samples", raw(`{"chat": {"type": "chat.message"}}`)), one(route+"/0/samples/chat", CodeInvalidValue)},
+		{"route sample of another source", setTo(route+"/0/samples", raw(`{"hook": {"type": "deploy.requested", "source": "github.webhook"}}`)), one(route+"/0/samples/hook", CodeInvalidValue)},
+		{"route sample of a core type", setTo(route+"/0/samples", raw(`{"x": {"type": "core.work.finished"}}`)), one(route+"/0/samples/x/type", CodeInvalidValue)},
+		{"route sample from a core source", setTo(route+"/1/samples", raw(`{"x": {"type": "github.push", "source": "core.host"}}`)), one(route+"/1/samples/x/source", CodeInvalidValue)},
+		{"route sample without a type", setTo(route+"/0/samples", raw(`{"x": {"correlation_key": "k"}}`)), one(route+"/0/samples/x/type", CodeMissingField)},
+		{"route sample data not an object", setTo(route+"/0/samples", raw(`{"x": {"type": "deploy.requested", "data": [1]}}`)), one(route+"/0/samples/x/data", CodeWrongType)},
+		{"route sample unknown member", setTo(route+"/0/samples", raw(`{"x": {"type": "deploy.requested", "scope": "y"}}`)), one(route+"/0/samples/x/scope", CodeUnknownField)},
+		{"route sample name malformed", setTo(route+"/0/samples", raw(`{"Bad Name": {"type": "deploy.requested"}}`)), one(route+"/0/samples", CodeInvalidValue)},
+		{"route sample name repeated in the scope", func(t testing.TB, d jdoc) {
+			set(t, d, route+"/0/samples", raw(`{"x": {"type": "deploy.requested"}}`))
+			set(t, d, route+"/1/samples", raw(`{"x": {"type": "github.push"}}`))
+		}, one(route+"/1/samples/x", CodeInvalidValue)},
+		{"route effect interrupt without a binding", setTo(route+"/2/effect", "interrupt"), nil},
 		{"route binding missing for start", delAt(route + "/0/binding"), one(route+"/0/binding", CodeMissingField)},
 		{"route binding missing for the default effect", delAt(route + "/1/binding"), one(route+"/1/binding", CodeMissingField)},
 		{"route binding unknown", setTo(route+"/0/binding", "ghost"), one(route+"/0/binding", CodeUnknownReference)},
@@ -274,8 +289,8 @@ func allSemantic(ws []want) bool {
 		switch w.code {
 		case CodeUnknownReference, CodeCycle, CodeAuthorityWidening, CodeOperationDenied, CodeInvalidCapability:
 		default:
-			if w.ptr == route+"/1/id" || strings.HasSuffix(w.ptr, "/parent") || strings.HasSuffix(w.ptr, "/config") {
-				continue // repeated route id, tombstone parent, executor refusal: meaning checks
+			if w.ptr == route+"/1/id" || w.ptr == route+"/1/samples/x" || strings.HasSuffix(w.ptr, "/parent") || strings.HasSuffix(w.ptr, "/config") {
+				continue // repeated route id or sample name, tombstone parent, executor refusal: meaning checks
 			}
 			return false
 		}

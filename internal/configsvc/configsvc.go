@@ -352,6 +352,13 @@ func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapsho
 		if err := checkScopesInUse(ctx, tx, prev, snap); err != nil {
 			return err
 		}
+		// Apply checked the slots before saving the file; this holds the
+		// rule for adoption too, and against Work created since.
+		if diags, err := checkSlots(ctx, tx, snap); err != nil {
+			return err
+		} else if len(diags) > 0 {
+			return invalidConfig(diags)
+		}
 		if err := tx.InsertGeneration(ctx, &gen); err != nil {
 			if errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrDuplicate) {
 				return staleGeneration(after)
@@ -433,6 +440,12 @@ func putScopeRecords(ctx context.Context, tx storage.Tx, snap *config.Snapshot, 
 			Bindings: d.Bindings, Routes: d.Routes, Generation: gen.Number, UpdatedAt: gen.CreatedAt}
 		prev, ok := old[d.ID]
 		delete(old, d.ID)
+		if ok && rec.Removed {
+			// A tombstone keeps the identity of the scope whose slot it
+			// holds (its bindings are not read), so that checkSlots can
+			// tell that scope coming back from another taking its id.
+			rec.Parent, rec.Bindings = prev.Parent, prev.Bindings
+		}
 		if ok && sameScope(prev, rec) {
 			continue
 		}
@@ -512,7 +525,8 @@ func invalidConfig(diags []config.Diagnostic) *Refusal {
 // config.json.last-good; then publish the generation, its redacted
 // snapshot and the changed scope records in one transaction. A crash
 // before that commit keeps the old generation. Removing or reparenting a
-// scope with nonterminal Work is scope_in_use. The OnApply hooks run after
+// scope with nonterminal Work is scope_in_use; a removed scope's id taken
+// by another scope while its Work is stored is scope_slot_taken. The OnApply hooks run after
 // the commit.
 func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	snap, res := s.Validate(req.Config)
@@ -541,6 +555,11 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 	}
 	if err := checkScopesInUse(ctx, s.opts.Store, cur.snap, snap); err != nil {
 		return ApplyResult{}, err
+	}
+	if diags, err := checkSlots(ctx, s.opts.Store, snap); err != nil {
+		return ApplyResult{}, err
+	} else if len(diags) > 0 {
+		return ApplyResult{}, invalidConfig(diags)
 	}
 	undo, err := s.save(req.Config, cur.gen.Hash)
 	if err != nil {

@@ -31,6 +31,7 @@ func (s *Service) Scope(ctx context.Context, generation int64, id string) (kerne
 		return v, false
 	}
 	v.Active = sc.Active && sc.Bindings != nil
+	v.Removed = sc.Removed
 	v.Bindings = make(map[string]kernel.BindingView, len(sc.Bindings))
 	for bid, b := range sc.Bindings {
 		grants := make([]string, 0, len(b.Grants))

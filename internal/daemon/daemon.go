@@ -414,6 +414,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	servers, err := management.NewServers(management.Parts{
 		LiveLogs: d.live,
 		Store:    d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
+		Samples:  d.ingressSamples,
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
@@ -646,4 +647,14 @@ func OpenCredentials(ctx context.Context, stateDir string) (management.Credentia
 		return nil, nil, err
 	}
 	return management.StoreCredentials(store), store, nil
+}
+
+// ingressSamples adapts the host's ingress samples to the management
+// routes' samples.
+func (d *Daemon) ingressSamples(scope string) []management.Sample {
+	var out []management.Sample
+	for _, s := range d.host.IngressSamples(scope) {
+		out = append(out, management.Sample{Name: s.Name, Type: s.Type, Source: s.Source, CorrelationKey: s.CorrelationKey, Data: s.Data})
+	}
+	return out
 }

@@ -259,7 +259,7 @@ func TestDecideStepRouteEffect(t *testing.T) {
 		{"the owner's own emission is not started back to it", start, owner, own, kernel.EffectDrop, "", "not queued back to it"},
 		{"the owner's own emission is not queued back to it", queue, owner, own, kernel.EffectDrop, "", "not queued back to it"},
 		{"the owner's own emission on a dropping route", drop, owner, own, kernel.EffectDrop, "", "route r drops it"},
-		{"a reserved effect drops", kernel.Route{ID: "r", Effect: kernel.Effect("inject")}, nil, keyed, kernel.EffectDrop, "", "does not apply"},
+		{"an effect this release does not know drops", kernel.Route{ID: "r", Effect: kernel.Effect("teleport")}, nil, keyed, kernel.EffectDrop, "", "does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

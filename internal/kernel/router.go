@@ -55,6 +55,13 @@ type Decision struct {
 	OtherWakes []Wake
 	// Started is the Work a start created (Route only).
 	Started string
+	// QueuedAhead counts the inputs the resolved Work already has queued
+	// that no attempt has taken yet: another input wakes it first, and an
+	// event queued, injected or interrupting for it is taken by the same
+	// next attempt.
+	QueuedAhead int64
+	// Interrupted is the execution an interrupt fenced (Route only).
+	Interrupted string
 }
 
 // Woke reports whether the event satisfied any Wait.
@@ -75,9 +82,12 @@ func (d Decision) Woke() bool { return d.Effect == EffectWake || len(d.OtherWake
 //     (waiting) or dropped (finished).
 //  4. match: otherwise the scope's routes are matched in order (type exact
 //     or prefix.*, then source); the first match decides (routeEffect):
-//     start (queue when a Work owns the key), queue (drop when none does)
-//     or drop; no match is unmatched. An event from the owning Work itself
-//     is never queued back to it (drop).
+//     start (queue when a Work owns the key), queue, inject or interrupt
+//     (drop when none does; inject and interrupt act on a running, unheld
+//     owner and are a queue otherwise: liveEffect) or drop; no match is
+//     unmatched. An event from the owning Work itself is never queued back
+//     to it (drop). An event for the owner reports the inputs queued ahead
+//     of it (another input wakes the Work first).
 func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Event) (Decision, error) {
 	d := Decision{OtherWakes: []Wake{}}
 	owner, err := resolveOwner(ctx, rd, ev)
@@ -103,6 +113,9 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	if bypasses(owner) {
 		d.Routes = bypassRoutes(routes, owner)
 		d.Effect, d.Wait, d.Detail = bypassEffect(owner, primary)
+		if d.Effect == EffectQueue {
+			d.QueuedAhead = queuedAhead(*owner)
+		}
 		return d, nil
 	}
 
@@ -116,7 +129,41 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	rt := routes[matched]
 	d.Route = rt.ID
 	d.Effect, d.Binding, d.Detail = routeEffect(rt, owner, ev)
+	if d.Effect == EffectInject || d.Effect == EffectInterrupt {
+		d.Effect, d.Detail = liveEffect(d.Effect, owner)
+	}
+	if owner != nil && (d.Effect == EffectQueue || d.Effect == EffectInject || d.Effect == EffectInterrupt) {
+		d.QueuedAhead = queuedAhead(*owner)
+		if d.QueuedAhead > 0 {
+			d.Detail += fmt.Sprintf("; another input wakes Work %s first (%d queued that no attempt has taken), and its next attempt takes this one with it", owner.ID, d.QueuedAhead)
+		}
+	}
 	return d, nil
+}
+
+// queuedAhead counts the Work's inputs no attempt has taken yet.
+func queuedAhead(w storage.Work) int64 {
+	if n := w.InputCount - w.InputWatermark; n > 0 {
+		return n
+	}
+	return 0
+}
+
+// liveEffect is what inject and interrupt do given the owner's state
+// (routeEffect has already handled no owner and the owner's own
+// emission): on a running, unheld Work, inject delivers to the live
+// attempt and interrupt fences it; otherwise both queue the event for the
+// Work's next attempt.
+func liveEffect(effect Effect, owner *storage.Work) (Effect, string) {
+	switch {
+	case owner.State != storage.WorkRunning:
+		return EffectQueue, fmt.Sprintf("the route %ss, but Work %s is %s with no running attempt; the event is queued as input for its next attempt", effect, owner.ID, owner.State)
+	case owner.Held():
+		return EffectQueue, fmt.Sprintf("the route %ss, but Work %s is held (%s); the event is queued as input and its attempt is left alone", effect, owner.ID, owner.BlockedReason)
+	case effect == EffectInject:
+		return EffectInject, fmt.Sprintf("delivered to the running attempt of Work %s as new input, without stopping it (read_context shows it; a resume-capable agent gets it at its next turn)", owner.ID)
+	}
+	return EffectInterrupt, fmt.Sprintf("fences the running attempt of Work %s and starts the next one with this event as input once it has stopped", owner.ID)
 }
 
 // resolveOwner is the decision's owner step: the nonterminal Work that
@@ -231,7 +278,7 @@ func matchRoutes(routes []Route, ev storage.Event) ([]RouteVerdict, int) {
 // key's owner (nil for none): start, queue or drop, the binding of a
 // start, and the detail.
 func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect, binding, detail string) {
-	if owner != nil && ev.Work == owner.ID && (rt.Effect == EffectStart || rt.Effect == EffectQueue) {
+	if owner != nil && ev.Work == owner.ID && rt.Effect != EffectDrop {
 		// An execution's own emission on a key its Work owns never comes
 		// back to it as input (it would run the Work again on its own
 		// output).
@@ -243,14 +290,14 @@ func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect
 			return EffectQueue, "", fmt.Sprintf("Work %s owns key %q, so the event is queued for it instead of starting another", owner.ID, ev.CorrelationKey)
 		}
 		return EffectStart, rt.Binding, fmt.Sprintf("starts a new Work on binding %s with this event as its first input", rt.Binding)
-	case EffectQueue:
+	case EffectQueue, EffectInject, EffectInterrupt:
 		switch {
 		case owner != nil:
-			return EffectQueue, "", fmt.Sprintf("queued as input for Work %s, which owns key %q", owner.ID, ev.CorrelationKey)
+			return rt.Effect, "", fmt.Sprintf("queued as input for Work %s, which owns key %q", owner.ID, ev.CorrelationKey)
 		case ev.CorrelationKey == "":
-			return EffectDrop, "", "the route queues, but the event has no correlation key"
+			return EffectDrop, "", fmt.Sprintf("the route %ss, but the event has no correlation key", rt.Effect)
 		}
-		return EffectDrop, "", fmt.Sprintf("the route queues, but no unfinished Work owns key %q", ev.CorrelationKey)
+		return EffectDrop, "", fmt.Sprintf("the route %ss, but no unfinished Work owns key %q", rt.Effect, ev.CorrelationKey)
 	case EffectDrop:
 		return EffectDrop, "", fmt.Sprintf("route %s drops it", rt.ID)
 	}
@@ -374,10 +421,16 @@ func (r *Runtime) Route(ctx context.Context, tx storage.Tx, ev storage.Event) (D
 			return d, err
 		}
 		d.Started = created.Work.ID
-	case EffectQueue:
+	case EffectQueue, EffectInject:
 		if _, err := r.QueueInputInTx(ctx, tx, d.Work, ev.ID); err != nil {
 			return d, err
 		}
+	case EffectInterrupt:
+		exe, err := r.interruptInTx(ctx, tx, d.Work, ev)
+		if err != nil {
+			return d, err
+		}
+		d.Interrupted = exe
 	case EffectWake:
 		if err := r.wakeInTx(ctx, tx, d.Wait, ev); err != nil {
 			return d, err
@@ -389,6 +442,28 @@ func (r *Runtime) Route(ctx context.Context, tx storage.Tx, ev storage.Event) (D
 		}
 	}
 	return d, nil
+}
+
+// interruptInTx applies an interrupt to a running Work: its live attempt
+// is fenced (a running one becomes stopping, so nothing of its epoch is
+// accepted any more), the event is queued as its input and the Work is
+// ready again, so the scheduler claims its next attempt once the old one
+// has stopped (a claim skips a Work with a live execution). It returns
+// the fenced execution.
+func (r *Runtime) interruptInTx(ctx context.Context, tx storage.Tx, workID string, ev storage.Event) (string, error) {
+	exe, err := r.fenceLiveInTx(ctx, tx, workID, "interrupted by event "+ev.ID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.QueueInputInTx(ctx, tx, workID, ev.ID); err != nil {
+		return "", err
+	}
+	ready := storage.WorkReady
+	_, err = tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: workID, FromStates: []storage.WorkState{storage.WorkRunning}, State: &ready, Now: r.clock.Now()})
+	if err != nil && !errors.Is(err, storage.ErrFenced) {
+		return "", err
+	}
+	return exe.ID, nil
 }
 
 func keysOf(ev storage.Event) []string {

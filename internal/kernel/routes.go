@@ -20,9 +20,15 @@ const (
 	EffectDrop Effect = "drop"
 	// EffectUnmatched: no route matched.
 	EffectUnmatched Effect = "unmatched"
-	// EffectInject and EffectInterrupt are reserved (delivering into a
-	// running segment); no route may use them yet.
-	EffectInject    Effect = "inject"
+	// EffectInject: an input for the key's owner delivered to its live
+	// attempt without stopping it (the attempt reads it through
+	// read_context; a resume-capable agent gets it at its next turn).
+	// Without a running attempt it is an ordinary queue.
+	EffectInject Effect = "inject"
+	// EffectInterrupt: the key owner's running attempt is fenced
+	// (stopping) and the Work made ready, so that its next attempt starts
+	// with the event as input once the old one has stopped. Without a
+	// running attempt (or for a held Work) it is an ordinary queue.
 	EffectInterrupt Effect = "interrupt"
 )
 
@@ -36,7 +42,7 @@ type Route struct {
 	// MatchSource, when set, must equal the event's source.
 	MatchSource string
 	Binding     string
-	// Effect is start, queue or drop.
+	// Effect is start, queue, inject, interrupt or drop.
 	Effect Effect
 }
 

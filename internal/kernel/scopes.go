@@ -29,6 +29,8 @@ type ScopeView struct {
 	// Active: enabled, not removed and every ancestor active. Only an
 	// active scope takes operator events and new Work.
 	Active bool
+	// Removed: the generation keeps the scope only as a tombstone.
+	Removed bool
 	// Bindings are the scope's bindings by id.
 	Bindings map[string]BindingView
 }

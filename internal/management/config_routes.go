@@ -59,7 +59,10 @@ func (rs *Resources) validateConfig(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, res := rs.config.Validate(doc)
+	snap, res, err := rs.config.ValidateStored(r.Context(), doc)
+	if err != nil {
+		return nil, err
+	}
 	return validationOut(snap, res), nil
 }
 

@@ -37,6 +37,7 @@ type Controls interface {
 	Rebind(ctx context.Context, req kernel.RebindRequest) (kernel.ControlResult, error)
 	Attach(ctx context.Context, req kernel.AttachRequest) (kernel.ControlResult, error)
 	Trace(ctx context.Context, ev storage.Event) (kernel.Decision, error)
+	ReconcileScopes(ctx context.Context, req kernel.ReconcileRequest) (kernel.ReconcileResult, error)
 }
 
 var _ Controls = (*kernel.Control)(nil)
@@ -70,10 +71,28 @@ type ResourcesOptions struct {
 	// Sources answers route traces naming a registered ingress's source
 	// (nil: no ingress is registered).
 	Sources TraceSources
+	// Samples, when set, lists the sample Events the ingresses offer in
+	// a scope (nil: none); the routes' own come from the configuration.
+	Samples IngressSamples
 	// LiveLogs, when set, says where a running attempt writes its log, so
 	// that the log routes can follow it; without it an attempt's log is
 	// readable once it ended.
 	LiveLogs LiveLogs
+}
+
+// IngressSamples lists the sample Events the ingresses offer in scope.
+type IngressSamples func(scope string) []Sample
+
+// Sample is a named sample Event a route or an ingress offers. Source is
+// empty for core.manual.
+type Sample struct {
+	Name           string
+	Type           string
+	Source         string
+	CorrelationKey string
+	Data           json.RawMessage
+	// Route is the route that offers it ("" for an ingress's).
+	Route string
 }
 
 // TraceSources says whether source is a registered ingress's source and,
@@ -92,6 +111,7 @@ type Resources struct {
 	cursors   *Cursors
 	clock     clock.Clock
 	sources   TraceSources
+	samples   IngressSamples
 	live      LiveLogs
 	streams   *streams
 	// logRecheck overrides logfollow.Recheck (tests).
@@ -107,7 +127,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
-		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources, live: opts.LiveLogs, streams: newStreams()}, nil
+		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources, samples: opts.Samples, live: opts.LiveLogs, streams: newStreams()}, nil
 }
 
 // Routes is the resources' part of the route table, for Options.Routes.
@@ -120,6 +140,7 @@ func (rs *Resources) Routes() []Route {
 		{Method: "GET", Pattern: "/v1/scopes/{id}", Role: RoleView, Handler: rs.getScope},
 		{Method: "POST", Pattern: "/v1/scopes/{id}/route/trace", Role: RoleView, Handler: rs.traceRoute},
 		{Method: "GET", Pattern: "/v1/scopes/{id}/route/samples", Role: RoleView, Handler: rs.routeSamples},
+		{Method: "POST", Pattern: "/v1/scopes/reconcile", Role: RoleOperate, Idempotent: true, Handler: rs.reconcileScopes},
 
 		{Method: "GET", Pattern: "/v1/work", Role: RoleView, Handler: rs.listWork},
 		{Method: "POST", Pattern: "/v1/work", Role: RoleOperate, Idempotent: true, Handler: rs.createWork},

@@ -1,6 +1,8 @@
 package management
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -114,6 +116,10 @@ type TraceRequest struct {
 	// (a Work's id is one of its keys).
 	WorkID string         `json:"work_id,omitempty"`
 	Data   jsontext.Value `json:"data,omitempty"`
+	// Sample names one of the scope's samples (GET …/route/samples):
+	// the Event is that sample's, and type, source, correlation_key and
+	// data, when given, replace its own.
+	Sample string `json:"sample,omitempty"`
 }
 
 // traceRoute answers how the router would handle a hypothetical event in
@@ -128,6 +134,18 @@ func (rs *Resources) traceRoute(r *http.Request) (any, error) {
 	snap, sc, err := rs.scope(r)
 	if err != nil {
 		return nil, err
+	}
+	if req.Sample != "" {
+		sm, ok := rs.findSample(sc, req.Sample)
+		if !ok {
+			return nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "scope %s offers no sample %s (open-conduit route --samples --scope %s lists them)", httpapi.Clip(sc.ID), httpapi.Clip(req.Sample), httpapi.Clip(sc.ID))
+		}
+		req.Type = cmp.Or(req.Type, sm.Type)
+		req.Source = cmp.Or(req.Source, sm.Source)
+		req.CorrelationKey = cmp.Or(req.CorrelationKey, sm.CorrelationKey)
+		if len(req.Data) == 0 && len(sm.Data) > 0 {
+			req.Data = jsontext.Value(sm.Data)
+		}
 	}
 	data, err := objectData("data", req.Data)
 	if err != nil {
@@ -172,15 +190,67 @@ func knownTraceSource(source string) bool {
 	return source == kernel.SourceManual || source == kernel.SourceAction
 }
 
-// routeSamples serves GET /v1/scopes/{id}/route/samples. No route handler
-// of this release offers samples, so the list is empty for every scope
-// that exists.
+// routeSamples serves GET /v1/scopes/{id}/route/samples: the named
+// sample Events the scope's routes offer in the active generation (a
+// route's samples, in route order), then those of the ingresses that send
+// Events to the scope. An inactive scope's routes offer none.
 func (rs *Resources) routeSamples(r *http.Request) (any, error) {
 	if err := httpapi.NoQuery(r); err != nil {
 		return nil, err
 	}
-	if _, _, err := rs.scope(r); err != nil {
+	_, sc, err := rs.scope(r)
+	if err != nil {
 		return nil, err
 	}
-	return api.Page[api.RouteSample]{Items: []api.RouteSample{}}, nil
+	items := []api.RouteSample{}
+	for _, sm := range rs.scopeSamples(sc) {
+		items = append(items, sampleOut(sm))
+	}
+	return api.Page[api.RouteSample]{Items: items}, nil
+}
+
+// scopeSamples are the samples offered in the scope: its routes' (when
+// the scope is active), then the ingresses'. A name the routes use hides
+// an ingress's sample of the same name.
+func (rs *Resources) scopeSamples(sc *config.EffectiveScope) []Sample {
+	var out []Sample
+	seen := map[string]bool{}
+	if sc.Active {
+		for _, rt := range sc.Routes {
+			for _, sm := range rt.Samples {
+				seen[sm.Name] = true
+				out = append(out, Sample{Name: sm.Name, Type: sm.Type, Source: sm.Source, CorrelationKey: sm.CorrelationKey, Data: sm.Data, Route: rt.ID})
+			}
+		}
+	}
+	if rs.samples != nil && sc.Active {
+		for _, sm := range rs.samples(sc.ID) {
+			if seen[sm.Name] {
+				continue
+			}
+			seen[sm.Name] = true
+			out = append(out, sm)
+		}
+	}
+	return out
+}
+
+func (rs *Resources) findSample(sc *config.EffectiveScope, name string) (Sample, bool) {
+	for _, sm := range rs.scopeSamples(sc) {
+		if sm.Name == name {
+			return sm, true
+		}
+	}
+	return Sample{}, false
+}
+
+// sampleOut is a sample on the wire: its name, the route that offers it
+// and its Event as a trace request would send it.
+func sampleOut(sm Sample) api.RouteSample {
+	ev := api.TraceRequest{Type: sm.Type, Source: sm.Source, CorrelationKey: sm.CorrelationKey, Data: sm.Data}
+	if ev.Source == "" {
+		ev.Source = kernel.SourceManual
+	}
+	raw, _ := json.Marshal(ev)
+	return api.RouteSample{Name: sm.Name, Route: sm.Route, Event: raw}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +163,7 @@ func TestRoleTable(t *testing.T) {
 		return 0
 	}
 	slices.SortStableFunc(routes, func(a, b management.Route) int { return cmp.Compare(last(a), last(b)) })
-	for _, rt := range routes {
+	for i, rt := range routes {
 		name := rt.Method + " " + rt.Pattern
 		if !rt.Role.Valid() {
 			t.Errorf("%s has no role entry", name)
@@ -191,7 +192,7 @@ func TestRoleTable(t *testing.T) {
 		if name == "POST /v1/actions/{name}" {
 			body = `{"scope":"setup"}`
 		}
-		got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[rt.Role], body: body, header: map[string]string{"Idempotency-Key": "k1"}})
+		got := do(t, s.Harness, req{method: rt.Method, path: path, token: tokens[rt.Role], body: body, header: map[string]string{"Idempotency-Key": "k" + strconv.Itoa(i)}})
 		if got.code() == "forbidden_role" || got.code() == "unauthorized" || got.status >= 500 {
 			t.Errorf("%s with role %s: %d %s", name, rt.Role, got.status, got.body)
 		}

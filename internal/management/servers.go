@@ -46,6 +46,9 @@ type Parts struct {
 	// registered ingress's source in a scope (see TraceSources); nil
 	// registers none.
 	Sources TraceSources
+	// Samples, when set, lists the sample Events the ingresses offer in
+	// a scope (see IngressSamples).
+	Samples IngressSamples
 	// Clock, Entropy and Logger are the daemon's injected services
 	// (required: the servers refuse to start without them).
 	Clock   clock.Clock
@@ -86,6 +89,7 @@ func NewServers(p Parts) (*Servers, error) {
 	resources, err := NewResources(ResourcesOptions{
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
 		Sources:  p.Sources,
+		Samples:  p.Samples,
 		LiveLogs: p.LiveLogs,
 	})
 	if err != nil {

@@ -333,6 +333,34 @@ func (h *Host) AdmitsTrace(source, scope string) (registered, admits bool) {
 	return false, false
 }
 
+// IngressSamples are the sample Events the ingresses offer for scope
+// (extension.IngressSampler), each with its ingress's source, in
+// registration-name order: only ingresses whose registration the active
+// generation enables for scope and that admit a trace there are asked.
+func (h *Host) IngressSamples(scope string) []IngressSample {
+	var out []IngressSample
+	for _, r := range h.Ingresses() {
+		sm, ok := r.Ingress.(extension.IngressSampler)
+		if !ok || !h.enablement(0, r.Name).In(scope) {
+			continue
+		}
+		cfg := h.configOf(r.Name)
+		if !r.Ingress.AdmitsTrace(cfg, scope) {
+			continue
+		}
+		for _, s := range sm.Samples(cfg, scope) {
+			out = append(out, IngressSample{Source: r.Ingress.Source(), IngressSample: s})
+		}
+	}
+	return out
+}
+
+// IngressSample is a sample Event an ingress offers, with its source.
+type IngressSample struct {
+	Source string
+	extension.IngressSample
+}
+
 // IngressEnabledIn reports whether the active generation enables the
 // registration reg for scope.
 func (h *Host) IngressEnabledIn(reg, scope string) bool { return h.enablement(0, reg).In(scope) }

@@ -74,3 +74,35 @@ func TestHostIngresses(t *testing.T) {
 		t.Fatal("an ingress enabled in no scope runs")
 	}
 }
+
+// samplingIngress is a fakeIngress that offers one sample per scope.
+type samplingIngress struct{ fakeIngress }
+
+func (samplingIngress) Samples(_ json.RawMessage, scope string) []extension.IngressSample {
+	return []extension.IngressSample{{Name: "push-" + scope, Type: "hook.push", CorrelationKey: "k", Data: json.RawMessage(`{"n":1}`)}}
+}
+
+// An ingress that offers samples is asked only for the scopes the active
+// generation enables it in and it admits a trace in; one that does not
+// implement IngressSampler offers none.
+func TestHostIngressSamples(t *testing.T) {
+	h := toolbelt.NewHost(config.NewRegistry())
+	if err := h.Register(extension.Registration{Name: "hook", Ingress: samplingIngress{fakeIngress{source: "hook.webhook"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Register(extension.Registration{Name: "mute", Ingress: fakeIngress{source: "mute.webhook"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Follow(func(_ int64, reg string) toolbelt.Enablement {
+		return toolbelt.Enablement{Enabled: true, Scopes: []string{"ops", "dev"}, Config: json.RawMessage(`{"scopes": ["ops", "qa"]}`)}
+	})
+	got := h.IngressSamples("ops")
+	if len(got) != 1 || got[0].Source != "hook.webhook" || got[0].Name != "push-ops" || got[0].Type != "hook.push" {
+		t.Fatalf("samples in ops = %+v", got)
+	}
+	for _, scope := range []string{"qa", "dev", "nowhere"} {
+		if got := h.IngressSamples(scope); len(got) != 0 {
+			t.Errorf("samples in %s = %+v, want none", scope, got)
+		}
+	}
+}

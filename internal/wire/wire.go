@@ -98,6 +98,7 @@ func Decision(d kernel.Decision) api.Decision {
 	out := api.Decision{
 		Work: d.Work, WorkState: string(d.WorkState), Effect: string(d.Effect), Detail: d.Detail,
 		Route: d.Route, Binding: d.Binding, Wait: d.Wait, Started: d.Started,
+		QueuedAhead: d.QueuedAhead, Interrupted: d.Interrupted,
 	}
 	if d.Routes != nil {
 		out.Routes = make([]api.RouteVerdict, 0, len(d.Routes))

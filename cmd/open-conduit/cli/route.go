@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,14 +17,17 @@ func newRouteCmd(s Streams) *cobra.Command {
 	var samples bool
 	var ev client.TraceRequest
 	cmd := &cobra.Command{
-		Use:   "route --scope S (--trace TYPE [--source SRC] [--correlation-key K] [--work-id W] [--data JSON|@FILE|-] | --samples)",
+		Use:   "route --scope S (--trace TYPE|SAMPLE [--source SRC] [--correlation-key K] [--work-id W] [--data JSON|@FILE|-] | --samples)",
 		Short: "Show how a scope's routes would handle an Event, without sending it",
 		Long: `--trace TYPE asks the daemon how the scope's routes would handle an Event
 of that type now, against the active configuration and the current Work:
 each route's verdict and why, the Work the Event resolves to, and the
-effect (start, queue, wake, drop or unmatched). Nothing is sent or recorded.
-The source defaults to core.manual. --samples lists the sample Events the
-scope's route handlers offer.`,
+effect (start, queue, inject, interrupt, wake, drop or unmatched). Nothing
+is sent or recorded.
+The source defaults to core.manual. --samples lists the named sample Events
+the scope's routes (a route's "samples" in the configuration) and ingresses
+offer; --trace SAMPLE, a name without a dot, traces that sample's Event
+(--source, --correlation-key and --data replace its own).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if scope == "" || (ev.Type == "") == !samples {
@@ -44,12 +49,16 @@ scope's route handlers offer.`,
 					fmt.Fprintf(s.Out, "The route handlers of scope %s offer no sample events.\n", scope)
 				}
 				for _, sm := range list.Items {
-					fmt.Fprintf(s.Out, "%s\t%s\n", sm.Name, sm.Event)
+					fmt.Fprintf(s.Out, "%s\t%s\t%s\n", sm.Name, cmp.Or(sm.Route, "-"), sm.Event)
 				}
 				return nil
 			}
 			if ev.Data, err = jsonObject(s, "--data", data); err != nil {
 				return err
+			}
+			if !strings.Contains(ev.Type, ".") {
+				// An event type has a dot; a sample's name never does.
+				ev.Sample, ev.Type = ev.Type, ""
 			}
 			tr, err := c.TraceRoute(cmd.Context(), scope, ev)
 			if err != nil {
@@ -81,7 +90,7 @@ scope's route handlers offer.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&scope, "scope", "", "the scope whose routes to ask")
-	f.StringVar(&ev.Type, "trace", "", "the type of the hypothetical event")
+	f.StringVar(&ev.Type, "trace", "", "the type of the hypothetical event, or the name of a sample")
 	f.StringVar(&ev.Source, "source", "", "its source (default core.manual)")
 	f.StringVar(&ev.CorrelationKey, "correlation-key", "", "its correlation key")
 	f.StringVar(&ev.WorkID, "work-id", "", "the Work it is about (resolves it to that Work)")

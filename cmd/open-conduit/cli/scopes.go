@@ -55,6 +55,7 @@ never shown.`,
 		},
 	}
 	lf.add(cmd)
+	cmd.AddCommand(newScopesReconcileCmd(s))
 	return cmd
 }
 
