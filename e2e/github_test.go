@@ -221,6 +221,16 @@ func TestGitHubWebhookIngress(t *testing.T) {
 		t.Fatalf("trace in a scope the ingress sends nothing to: %v", err)
 	}
 
+	// The ingress offers samples in its scope, and one traces by name
+	// through the real CLI as the delivery it stands for would route.
+	samples := string(e.must("GET", "/v1/scopes/ops/route/samples", nil, nil, nil).Body)
+	if !strings.Contains(samples, `"github-issue-opened"`) || !strings.Contains(samples, `"github.webhook"`) {
+		t.Fatalf("the ingress's samples in ops: %s", samples)
+	}
+	if code, out, errOut := e.cli("route", "--trace", "github-issue-opened", "--scope", "ops", "--json"); code != 0 || !strings.Contains(out, `"effect":"start"`) {
+		t.Fatalf("route --trace of the sample: %d %s %s", code, out, errOut)
+	}
+
 	// The webhook secret appears in no response, log line or stored file.
 	for _, p := range []string{"/v1/config", "/v1/events", "/v1/work", "/v1/scopes/ops", "/v1/toolbelt/calls"} {
 		responses = append(responses, string(e.must("GET", p, nil, nil, nil).Body))
