@@ -77,8 +77,14 @@ func (e *env) ctl(idem string, args ...string) api.Controlled {
 func (e *env) refused(code string, args ...string) {
 	e.t.Helper()
 	status, stdout, stderr := e.cli(args...)
-	if status != 1 || !strings.Contains(stderr, code) {
-		e.t.Fatalf("open-conduit %v: exit %d, %q %q; want exit 1 naming %s", args, status, stdout, stderr, code)
+	// A refusal that says the request itself is wrong is a usage error
+	// (exit 2, docs/cli.md); any other refusal exits 1.
+	want := 1
+	if strings.HasPrefix(stderr, "open-conduit: invalid_request:") {
+		want = 2
+	}
+	if status != want || !strings.Contains(stderr, code) {
+		e.t.Fatalf("open-conduit %v: exit %d, %q %q; want exit %d naming %s", args, status, stdout, stderr, want, code)
 	}
 }
 

@@ -64,7 +64,8 @@ func TestScopeReconcileAndRouteSamplesThroughTheCLI(t *testing.T) {
 	if code, out, stderr := e.cli("route", "--trace", "job-one", "--scope", "team"); code != 0 || !strings.Contains(out, "effect: start:") {
 		t.Fatalf("route --trace job-one: exit %d %q %q", code, out, stderr)
 	}
-	if code, _, stderr := e.cli("route", "--trace", "nope", "--scope", "team"); code != 1 || !strings.Contains(stderr, "offers no sample nope") {
+	// The daemon finds the request wrong: a usage error, exit 2.
+	if code, _, stderr := e.cli("route", "--trace", "nope", "--scope", "team"); code != 2 || !strings.Contains(stderr, "offers no sample nope") {
 		t.Fatalf("route --trace of an unknown sample: exit %d %q", code, stderr)
 	}
 
