@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/unixhttp"
@@ -29,6 +30,10 @@ import (
 const (
 	EnvEndpoint  = "OS_ENDPOINT"   // the path of the execution's toolbelt socket
 	EnvTokenFile = "OS_TOKEN_FILE" // the file holding the execution's current token
+	// EnvDialRetry optionally bounds how long a call keeps dialling a
+	// socket that refuses connections (a Go duration; 0 turns retrying
+	// off; DialRetry when unset or not a duration).
+	EnvDialRetry = "OS_DIAL_RETRY"
 )
 
 // Routes of the toolbelt socket.
@@ -41,6 +46,11 @@ const (
 // maxResponse bounds a response body the client reads.
 const maxResponse = 16 << 20
 
+// DialRetry is how long a call keeps dialling a toolbelt socket that
+// refuses connections or is not there, as while the daemon restarts and
+// binds it again; after it the call fails endpoint_unreachable.
+const DialRetry = 30 * time.Second
+
 // Client calls one execution's toolbelt. It is safe for concurrent use.
 type Client struct {
 	endpoint  string
@@ -51,6 +61,10 @@ type Client struct {
 // New returns a client of the socket at endpoint, authenticating with the
 // token in tokenFile.
 func New(endpoint, tokenFile string) (*Client, error) {
+	return newClient(endpoint, tokenFile, DialRetry)
+}
+
+func newClient(endpoint, tokenFile string, retry time.Duration) (*Client, error) {
 	if endpoint == "" || tokenFile == "" {
 		return nil, &Error{Code: CodeEnvironmentUnset, Message: EnvEndpoint + " and " + EnvTokenFile + " are not both set"}
 	}
@@ -59,7 +73,7 @@ func New(endpoint, tokenFile string) (*Client, error) {
 		tokenFile: tokenFile,
 		// A redirect comes back as the response itself, which do refuses
 		// as a status without an error envelope.
-		hc: unixhttp.New(endpoint, unixhttp.Options{}),
+		hc: unixhttp.New(endpoint, unixhttp.Options{DialRetry: retry}),
 	}, nil
 }
 
@@ -69,7 +83,11 @@ func FromEnv(getenv func(string) string) (*Client, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return New(getenv(EnvEndpoint), getenv(EnvTokenFile))
+	retry := DialRetry
+	if d, err := time.ParseDuration(getenv(EnvDialRetry)); err == nil && d >= 0 {
+		retry = d
+	}
+	return newClient(getenv(EnvEndpoint), getenv(EnvTokenFile), retry)
 }
 
 // Endpoint returns the socket path the client dials.
