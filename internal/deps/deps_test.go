@@ -68,7 +68,9 @@ var rules = map[string][]string{
 	"internal/executor/claudecode": {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 	"internal/executor/codex":      {"extension", "internal/atomicfile", "internal/executor", "internal/executor/agent", "internal/executor/agentrun"},
 
-	"internal/runs":           {"internal/atomicfile", "internal/unixsock"},
+	"internal/runs": {"internal/atomicfile", "internal/unixsock"},
+	// packages: installed packages, their manifest and runtime contract.
+	"internal/packages":       {"extension", "internal/executor"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
