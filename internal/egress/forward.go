@@ -90,7 +90,12 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	defer tr.CloseIdleConnections()
 
-	out := r.Clone(r.Context())
+	// Not the request's context: the server cancels it when it reads the
+	// end of the client's side, and a client that half-closes after its
+	// request (or whose bridge passes a half-close on) still reads the
+	// answer. A client that went away fails the next write instead; one
+	// that waits on a silent host, the idle watchdog.
+	out := r.Clone(context.WithoutCancel(r.Context()))
 	out.RequestURI = ""
 	stripHopByHop(out.Header)
 	var up, down atomic.Int64
@@ -104,6 +109,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		defer close(done)
 		resp, err := tr.RoundTrip(out)
 		if err != nil {
+			p.opts.Logger.Info("egress: a forwarded request got no answer", "execution", rec.Execution, "host", rec.Host, "port", rec.Port, "error", err)
 			writeRefusal(w, http.StatusBadGateway, "the proxy could not get an answer from "+target)
 			return
 		}
@@ -117,6 +123,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		_ = rc.Flush()
 		if _, err := io.Copy(flushWriter{w: w, rc: rc}, &countingBody{ReadCloser: resp.Body, n: &down, touch: touch}); err != nil {
 			cut.Store(true)
+			p.opts.Logger.Info("egress: a forwarded answer ended early", "execution", rec.Execution, "host", rec.Host, "port", rec.Port, "error", err)
 		}
 	}()
 	p.watch(t, done, &last)

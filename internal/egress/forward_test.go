@@ -178,3 +178,49 @@ func TestForwardIdle(t *testing.T) {
 		t.Errorf("the stalled request's record = %+v (host hit %d times)", r, hits.Load())
 	}
 }
+
+// TestForwardAfterHalfClose: a client that shuts its side after sending
+// its request (a bridge passes such a half-close on) still gets the whole
+// streamed answer: the end of the client's side does not cut it.
+func TestForwardAfterHalfClose(t *testing.T) {
+	h := newHarness(t, 0)
+	second := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // the whole request first, so its bytes are all sent
+		io.WriteString(w, "one\n")
+		w.(http.Flusher).Flush()
+		<-second
+		io.WriteString(w, "two\n")
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	h.snap.Store(configWith(t, addr))
+	c, err := net.Dial("unix", h.ep.Egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://%s/v1/messages HTTP/1.1\r\nHost: %s\r\nContent-Length: 2\r\n\r\nhi", addr, addr)
+	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.timer(t)
+	first := make([]byte, 4)
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "one\n" {
+		t.Fatalf("the first chunk: %q %v", first, err)
+	}
+	// The proxy has long read the client's end by now: the request's
+	// body was read before the host answered.
+	close(second)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "two\n" {
+		t.Fatalf("the rest after the client's half-close: %q %v", rest, err)
+	}
+	if r := h.records(t, 1)[0]; !r.Allowed || r.Reason != "" || r.BytesUp != 2 || r.BytesDown != 8 {
+		t.Errorf("the record = %+v", r)
+	}
+}
