@@ -103,6 +103,13 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		out.Body = &countingBody{ReadCloser: r.Body, n: &up, touch: touch}
 	}
 
+	// Full duplex: the request's body is still being sent when the host's
+	// answer begins, and without it the server discards and closes the
+	// body at the answer's first write, which fails the request half way
+	// and cuts the answer (the transport closes the connection).
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+
 	done := make(chan struct{})
 	var cut atomic.Bool // the answer was cut short after its header
 	go func() {
@@ -119,7 +126,6 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(resp.StatusCode)
-		rc := http.NewResponseController(w)
 		_ = rc.Flush()
 		if _, err := io.Copy(flushWriter{w: w, rc: rc}, &countingBody{ReadCloser: resp.Body, n: &down, touch: touch}); err != nil {
 			cut.Store(true)
