@@ -136,7 +136,7 @@ func (w *agentWorld) config(ops []string) []byte {
 					// Unsandboxed: these tests reach the scripted model
 					// server on the host's loopback directly (the
 					// sandboxed agent reaches it through the egress proxy:
-					// sandbox_test.go).
+					// agents_sandbox_test.go).
 					"sandbox":  map[string]any{"enabled": false},
 					"binary":   w.bin,
 					"model":    cli.model,

@@ -2,13 +2,16 @@
 // sandboxed execution's network namespace. It is an http.Handler served on
 // each execution's own <state>/runs/<key>/egress.sock (internal/runs serves
 // it, as it serves the toolbelt socket), and it tunnels CONNECT host:port
-// requests to the hosts the execution's binding allows in the ACTIVE
-// configuration, asked at every connection, so that an apply that removes a
-// host refuses the next connection. Every connection, allowed or refused,
-// is recorded in storage with its bytes each way.
+// requests (and forwards absolute-form http:// requests, for clients that
+// never tunnel plain HTTP) to the hosts the execution's binding allows in
+// the ACTIVE configuration, asked at every connection and every forwarded
+// request, so that an apply that removes a host refuses the next one.
+// Every connection, allowed or refused, is recorded in storage with its
+// bytes each way.
 //
 // It must never resolve, read or log a secret or a token, never look inside
-// a tunnel (it counts bytes, nothing else), never echo a configured value
+// a tunnel (it counts bytes, nothing else), never log a forwarded request
+// or pass on its hop-by-hop headers, never echo a configured value
 // in a refusal (only the host and port the client itself asked for, and the
 // place in the configuration that would allow it), never let a connection
 // through once the execution is no longer live, and never decide what is
@@ -166,9 +169,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := storage.EgressConnection{ID: p.opts.NewID(), Execution: exe, StartedAt: now}
 
 	if r.Method != http.MethodConnect {
+		if r.URL != nil && r.URL.IsAbs() && r.URL.Scheme == "http" && r.URL.Host != "" {
+			p.forward(ctx, w, r, rec)
+			return
+		}
 		rec.Host, rec.Port = hostPortOfURL(r)
 		p.refuse(ctx, w, rec, storage.EgressMalformed, http.StatusMethodNotAllowed,
-			"this proxy only tunnels CONNECT host:port (HTTPS and other TLS); it does not forward plain http:// requests: use https://, or a client that tunnels through CONNECT")
+			"this proxy tunnels CONNECT host:port (HTTPS and other TLS) and forwards absolute-form http:// requests only; it does not serve this one: use https:// through CONNECT, or an http:// URL")
 		return
 	}
 	host, port, ok := splitTarget(r.RequestURI)
@@ -179,51 +186,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Host, rec.Port = host, port
 	target := net.JoinHostPort(host, strconv.Itoa(port))
-
-	d, err := p.opts.Policy(ctx, exe, host, port)
-	switch {
-	case err != nil:
-		p.opts.Logger.Error("the egress policy could not decide; the connection is refused", "execution", exe, "host", host, "port", port, "error", err)
-		p.refuse(ctx, w, rec, storage.EgressNotAllowed, http.StatusServiceUnavailable,
-			"the daemon could not check "+target+" against the configuration just now; try again")
-		return
-	case !d.Allowed && d.Reason == storage.EgressNotLive:
-		p.refuse(ctx, w, rec, storage.EgressNotLive, http.StatusForbidden,
-			"this execution is no longer running, so it has no egress")
-		return
-	case !d.Allowed:
-		where := "the binding's \"egress\""
-		if d.Where != "" {
-			where = "the binding's \"egress\" (" + d.Where + ")"
-		}
-		p.refuse(ctx, w, rec, storage.EgressNotAllowed, http.StatusForbidden,
-			target+" is not in this execution's egress allowlist: to allow it, add \""+target+"\" to "+where+" in the configuration and apply it")
-		return
-	}
-
-	t, busy := p.admit(exe)
+	t := p.authorize(ctx, w, rec, target)
 	if t == nil {
-		reason, msg := storage.EgressBusy, fmt.Sprintf("this execution already has %d connections open through the proxy, the most it may: close one first", p.opts.MaxConns)
-		if !busy {
-			reason, msg = ReasonClosed, "the daemon is stopping; try again when it is back"
-		}
-		p.refuse(ctx, w, rec, reason, http.StatusServiceUnavailable, msg)
 		return
 	}
 	defer p.release(exe, t)
 
 	rec.Allowed = true
-	dctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
-	upstream, err := p.opts.Dial(dctx, "tcp", target)
-	cancel()
-	if err != nil {
-		rec.Reason, rec.EndedAt = storage.EgressDialFailed, p.opts.Clock.Now()
-		p.insert(ctx, rec)
-		p.count(ResultFailed)
-		// The dialler's error may name resolved addresses; the client is
-		// told only what it asked for.
-		p.opts.Logger.Info("egress: an allowed host could not be reached", "execution", exe, "host", host, "port", port, "error", err)
-		writeRefusal(w, http.StatusBadGateway, "the proxy could not reach "+target)
+	upstream, ok := p.dial(ctx, w, rec, target)
+	if !ok {
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -250,6 +221,64 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	up, down, reason := p.splice(t, client, brw.Reader, upstream)
 	p.finish(ctx, rec.ID, reason, up, down)
+}
+
+// authorize asks the policy whether rec's execution may reach target
+// (rec's host and port) now and takes one of its connection slots. It
+// returns nil when it refused (and answered) the request; the caller
+// releases the slot.
+func (p *Proxy) authorize(ctx context.Context, w http.ResponseWriter, rec storage.EgressConnection, target string) *tunnel {
+	exe, host, port := rec.Execution, rec.Host, rec.Port
+	d, err := p.opts.Policy(ctx, exe, host, port)
+	switch {
+	case err != nil:
+		p.opts.Logger.Error("the egress policy could not decide; the connection is refused", "execution", exe, "host", host, "port", port, "error", err)
+		p.refuse(ctx, w, rec, storage.EgressNotAllowed, http.StatusServiceUnavailable,
+			"the daemon could not check "+target+" against the configuration just now; try again")
+		return nil
+	case !d.Allowed && d.Reason == storage.EgressNotLive:
+		p.refuse(ctx, w, rec, storage.EgressNotLive, http.StatusForbidden,
+			"this execution is no longer running, so it has no egress")
+		return nil
+	case !d.Allowed:
+		where := "the binding's \"egress\""
+		if d.Where != "" {
+			where = "the binding's \"egress\" (" + d.Where + ")"
+		}
+		p.refuse(ctx, w, rec, storage.EgressNotAllowed, http.StatusForbidden,
+			target+" is not in this execution's egress allowlist: to allow it, add \""+target+"\" to "+where+" in the configuration and apply it")
+		return nil
+	}
+
+	t, busy := p.admit(exe)
+	if t == nil {
+		reason, msg := storage.EgressBusy, fmt.Sprintf("this execution already has %d connections open through the proxy, the most it may: close one first", p.opts.MaxConns)
+		if !busy {
+			reason, msg = ReasonClosed, "the daemon is stopping; try again when it is back"
+		}
+		p.refuse(ctx, w, rec, reason, http.StatusServiceUnavailable, msg)
+		return nil
+	}
+	return t
+}
+
+// dial reaches an allowed target; when it cannot, it records rec as
+// failed, answers 502 and reports false.
+func (p *Proxy) dial(ctx context.Context, w http.ResponseWriter, rec storage.EgressConnection, target string) (net.Conn, bool) {
+	dctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
+	upstream, err := p.opts.Dial(dctx, "tcp", target)
+	cancel()
+	if err != nil {
+		rec.Reason, rec.EndedAt = storage.EgressDialFailed, p.opts.Clock.Now()
+		p.insert(ctx, rec)
+		p.count(ResultFailed)
+		// The dialler's error may name resolved addresses; the client is
+		// told only what it asked for.
+		p.opts.Logger.Info("egress: an allowed host could not be reached", "execution", rec.Execution, "host", rec.Host, "port", rec.Port, "error", err)
+		writeRefusal(w, http.StatusBadGateway, "the proxy could not reach "+target)
+		return nil, false
+	}
+	return upstream, true
 }
 
 // refuse records a refused connection and answers it.
@@ -458,14 +487,22 @@ func (p *Proxy) splice(t *tunnel, client net.Conn, buffered *bufio.Reader, upstr
 	}()
 	go func() { wg.Wait(); close(done) }()
 
+	p.watch(t, done, &last)
+	client.Close()
+	upstream.Close()
+	return up, down, t.why()
+}
+
+// watch closes t once nothing passed through it for the idle timeout
+// (last holds the clock's nanoseconds at the last activity), and returns
+// when done is closed.
+func (p *Proxy) watch(t *tunnel, done <-chan struct{}, last *atomic.Int64) {
 	timer := p.opts.NewTimer(p.opts.IdleTimeout)
 	defer timer.Stop()
 	for {
 		select {
 		case <-done:
-			client.Close()
-			upstream.Close()
-			return up, down, t.why()
+			return
 		case <-timer.C():
 			idle := p.opts.Clock.Now().Sub(time.Unix(0, last.Load()))
 			if idle >= p.opts.IdleTimeout {

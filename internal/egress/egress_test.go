@@ -294,9 +294,9 @@ func TestAllowedAndRefused(t *testing.T) {
 	}
 }
 
-// TestRefusals: a plain http:// request, a malformed target, an execution
-// no longer live, a connection over the execution's bound, and a host
-// that cannot be reached.
+// TestRefusals: a request neither CONNECT nor absolute-form http://, a
+// malformed target, an execution no longer live, a connection over the
+// execution's bound, and a host that cannot be reached.
 func TestRefusals(t *testing.T) {
 	h := newHarness(t, 1)
 	c, err := net.Dial("unix", h.ep.Egress)
@@ -304,7 +304,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "GET http://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", h.echo.Addr(), h.echo.Addr())
+	fmt.Fprintf(c, "GET https://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", h.echo.Addr(), h.echo.Addr())
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
