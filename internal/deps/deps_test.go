@@ -155,7 +155,7 @@ var rules = map[string][]string{
 	"internal/executor/agent/agenttest": {},
 	// A double of an execution's toolbelt socket for the agent executors'
 	// tests.
-	"internal/executor/agentrun/agentruntest": {"api"},
+	"internal/executor/agentrun/agentruntest": {"api", "internal/clock", "internal/executor", "internal/executor/agentrun", "internal/executor/proc", "internal/executor/sandbox"},
 	"internal/scheduler/toolbeltint": {"internal/bearer", "internal/executor", "internal/scheduler", "internal/scheduler/schedulertest",
 		"internal/storage", "internal/toolbelt/toolbelttest"},
 	"internal/management/mgmttest": {"client", "extension", "internal/bearer", "internal/bootstrap", "internal/clock", "internal/config",

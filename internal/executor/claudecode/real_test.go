@@ -25,8 +25,8 @@ import (
 func TestTheRealClaude(t *testing.T) {
 	bin := agenttest.Claude(t)
 	b := setup(t)
-	agentruntest.BuildOS(t, b.ctx.ToolbeltDir)
-	tb := agentruntest.NewToolbelt(t, b.ctx.ToolbeltEndpoint, tokenCanary)
+	agentruntest.BuildOS(t, b.Ctx.ToolbeltDir)
+	tb := agentruntest.NewToolbelt(t, b.Ctx.ToolbeltEndpoint, tokenCanary)
 	var tools []string
 	for _, op := range agentruntest.Operations {
 		tools = append(tools, "mcp__os__"+op)
@@ -43,12 +43,12 @@ func TestTheRealClaude(t *testing.T) {
 	})
 	cfg := `{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "claude-sonnet-4-5", "playbook": "answer-issue", "base_url": "` + srv.URL + `",
 		"prompt": "Answer {{range .Events}}{{.Type}} #{{.Data.issue.number}}{{end}}"}`
-	req := b.request(1)
+	req := b.Request(1)
 	req.Config = json.RawMessage(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := b.exec.Run(ctx, req)
-	logSegment(t, b.dir, "1")
+	res, err := b.Exec.Run(ctx, req)
+	logSegment(t, b.Dir, "1")
 	if err != nil || res.Outcome != executor.Suspended || res.Session == "" || res.Usage == nil {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
@@ -56,12 +56,12 @@ func TestTheRealClaude(t *testing.T) {
 		t.Errorf("first segment called %q", got)
 	}
 
-	req = b.request(2)
+	req = b.Request(2)
 	req.Config = json.RawMessage(cfg)
 	req.Session = res.Session
 	req.Events = []executor.Event{{ID: "ev-2", Seq: 2, Type: "review.done", Source: "operator", Data: json.RawMessage(`{"approved":true}`)}}
-	res2, err := b.exec.Resume(ctx, req)
-	logSegment(t, b.dir, "2")
+	res2, err := b.Exec.Resume(ctx, req)
+	logSegment(t, b.Dir, "2")
 	if err != nil || res2.Outcome != executor.Succeeded || res2.Session != res.Session {
 		t.Fatalf("Resume = %+v, %v", res2, err)
 	}
@@ -79,7 +79,7 @@ func TestTheRealClaude(t *testing.T) {
 	if tb.Refused() != 0 {
 		t.Errorf("%d toolbelt requests carried another token", tb.Refused())
 	}
-	noCanary(t, b.dir)
+	noCanary(t, b.Dir)
 }
 
 func logSegment(t *testing.T, dir, epoch string) {

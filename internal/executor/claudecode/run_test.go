@@ -28,8 +28,8 @@ var (
 // token.
 func TestRunGivesTheAgentItsHomeToolsAndPrompt(t *testing.T) {
 	b := setup(t)
-	b.stream(t, initLine, resultLine)
-	res := mustRun(t, b.exec, b.request(1))
+	b.Stream(t, initLine, resultLine)
+	res := mustRun(t, b.Exec, b.Request(1))
 	want := executor.Usage{InputTokens: 100, OutputTokens: 20, CacheCreationTokens: 3, CacheReadTokens: 4, CostUSD: 0.25, Turns: 3}
 	if res.Outcome != executor.Succeeded || res.ExitCode != 0 || res.Session != session || res.Usage == nil || *res.Usage != want {
 		t.Fatalf("Run = %+v (usage %+v)", res, res.Usage)
@@ -42,25 +42,25 @@ func TestRunGivesTheAgentItsHomeToolsAndPrompt(t *testing.T) {
 		t.Errorf("artifacts %q", names)
 	}
 
-	home := filepath.Join(b.dir, "home")
+	home := filepath.Join(b.Dir, "home")
 	cfgHome := filepath.Join(home, ".claude")
-	argv := strings.Split(strings.TrimSuffix(b.recorded(t, "argv"), "\n"), "\n")
+	argv := strings.Split(strings.TrimSuffix(b.Recorded(t, "argv"), "\n"), "\n")
 	wantArgv := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-5", "--max-turns", "9",
 		"--mcp-config", filepath.Join(cfgHome, "open-conduit-mcp.json"), "--strict-mcp-config",
 		"--tools", "", "--allowedTools", "mcp__os", "--setting-sources", "user"}
 	if !slices.Equal(argv, wantArgv) {
 		t.Errorf("argv\n got %q\nwant %q", argv, wantArgv)
 	}
-	if got := b.recorded(t, "stdin"); got != "/answer-issue Answer issue.opened #42" {
+	if got := b.Recorded(t, "stdin"); got != "/answer-issue Answer issue.opened #42" {
 		t.Errorf("prompt %q", got)
 	}
-	if got := strings.TrimSpace(b.recorded(t, "cwd")); got != filepath.Join(b.dir, "work") {
+	if got := strings.TrimSpace(b.Recorded(t, "cwd")); got != filepath.Join(b.Dir, "work") {
 		t.Errorf("cwd %q", got)
 	}
-	env := b.recorded(t, "env")
+	env := b.Recorded(t, "env")
 	for _, kv := range []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + cfgHome, "ANTHROPIC_API_KEY=" + apiKeyCanary,
-		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ENABLE_TOOL_SEARCH=false", "OS_TOKEN_FILE=" + b.ctx.ToolbeltTokenFile,
-		"OPEN_CONDUIT_WORK_ID=work-1", "PATH=" + b.ctx.ToolbeltDir + ":"} {
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ENABLE_TOOL_SEARCH=false", "OS_TOKEN_FILE=" + b.Ctx.ToolbeltTokenFile,
+		"OPEN_CONDUIT_WORK_ID=work-1", "PATH=" + b.Ctx.ToolbeltDir + ":"} {
 		if !strings.Contains(env, "\n"+kv) && !strings.HasPrefix(env, kv) {
 			t.Errorf("the agent's environment lacks %q", kv)
 		}
@@ -82,14 +82,14 @@ func TestRunGivesTheAgentItsHomeToolsAndPrompt(t *testing.T) {
 		t.Fatalf("MCP config: %v %s", err, data)
 	}
 	srv := mcp.MCPServers["os"]
-	if len(mcp.MCPServers) != 1 || srv.Command != filepath.Join(b.ctx.ToolbeltDir, "os") || !slices.Equal(srv.Args, []string{"mcp"}) ||
-		srv.Env["OS_ENDPOINT"] != b.ctx.ToolbeltEndpoint || srv.Env["OS_TOKEN_FILE"] != b.ctx.ToolbeltTokenFile || len(srv.Env) != 2 {
+	if len(mcp.MCPServers) != 1 || srv.Command != filepath.Join(b.Ctx.ToolbeltDir, "os") || !slices.Equal(srv.Args, []string{"mcp"}) ||
+		srv.Env["OS_ENDPOINT"] != b.Ctx.ToolbeltEndpoint || srv.Env["OS_TOKEN_FILE"] != b.Ctx.ToolbeltTokenFile || len(srv.Env) != 2 {
 		t.Errorf("MCP config %s", data)
 	}
 	if _, err := os.ReadFile(filepath.Join(cfgHome, "skills", "answer-issue", "SKILL.md")); err != nil {
 		t.Errorf("the playbook is not installed as a skill: %v", err)
 	}
-	noCanary(t, b.dir)
+	noCanary(t, b.Dir)
 }
 
 // TestBuiltInToolsAreExactlyTheConfigs: --tools names the config's tools
@@ -115,42 +115,42 @@ func TestBuiltInToolsAreExactlyTheConfigs(t *testing.T) {
 // resume continues the session with the waking Events as its prompt.
 func TestAWaitParksTheSegment(t *testing.T) {
 	b := setup(t)
-	b.stream(t, initLine, waitCall, waitResult)
-	b.hang(t, true)
-	running := start(func() (executor.Result, error) { return b.exec.Run(context.Background(), b.request(1)) })
-	b.timers.fire(t, parkGrace)
+	b.Stream(t, initLine, waitCall, waitResult)
+	b.Hang(t, true)
+	running := start(func() (executor.Result, error) { return b.Exec.Run(context.Background(), b.Request(1)) })
+	b.Timers.Fire(t, parkGrace)
 	res, err := await(t, running)
 	if err != nil || res.Outcome != executor.Suspended || res.Session != session || !strings.Contains(res.Message, "parked") {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	groupGone(t, filepath.Join(b.dir, "segments", "1"))
+	groupGone(t, filepath.Join(b.Dir, "segments", "1"))
 
-	b.hang(t, false)
-	b.stream(t, initLine, resultLine)
-	req := b.request(2)
+	b.Hang(t, false)
+	b.Stream(t, initLine, resultLine)
+	req := b.Request(2)
 	req.Session = session
 	req.Events = []executor.Event{{ID: "ev-2", Seq: 2, Type: "review.done", Source: "operator", CorrelationKey: "pr-7", Data: json.RawMessage(`{"ok":true}`)}}
-	res, err = b.exec.Resume(context.Background(), req)
+	res, err = b.Exec.Resume(context.Background(), req)
 	if err != nil || res.Outcome != executor.Succeeded || res.Session != session {
 		t.Fatalf("Resume = %+v, %v", res, err)
 	}
-	argv := b.recorded(t, "argv")
+	argv := b.Recorded(t, "argv")
 	if !strings.HasSuffix(argv, "--resume\n"+session+"\n") {
 		t.Errorf("resume argv %q", argv)
 	}
-	prompt := b.recorded(t, "stdin")
+	prompt := b.Recorded(t, "stdin")
 	if !strings.Contains(prompt, "- review.done from operator (event ev-2, correlation key pr-7): {\"ok\":true}") {
 		t.Errorf("resume prompt %q", prompt)
 	}
 	for _, seg := range []string{"1", "2"} {
-		if _, err := os.Stat(filepath.Join(b.dir, "segments", seg, "stream.jsonl")); err != nil {
+		if _, err := os.Stat(filepath.Join(b.Dir, "segments", seg, "stream.jsonl")); err != nil {
 			t.Errorf("segment %s kept no transcript: %v", seg, err)
 		}
 	}
-	noCanary(t, b.dir)
+	noCanary(t, b.Dir)
 
 	req.Session = ""
-	if _, err := b.exec.Resume(context.Background(), req); !errors.Is(err, agentrun.ErrNoSession) {
+	if _, err := b.Exec.Resume(context.Background(), req); !errors.Is(err, agentrun.ErrNoSession) {
 		t.Errorf("Resume without a session = %v", err)
 	}
 }
@@ -159,8 +159,8 @@ func TestAWaitParksTheSegment(t *testing.T) {
 // after its wait is Suspended without being stopped.
 func TestAWaitThatEndsTheTurnParksWithoutAStop(t *testing.T) {
 	b := setup(t)
-	b.stream(t, initLine, waitCall, waitResult, resultLine)
-	res := mustRun(t, b.exec, b.request(1))
+	b.Stream(t, initLine, waitCall, waitResult, resultLine)
+	res := mustRun(t, b.Exec, b.Request(1))
 	if res.Outcome != executor.Suspended || strings.Contains(res.Message, "stopped") {
 		t.Fatalf("Run = %+v", res)
 	}
@@ -171,8 +171,8 @@ func TestAWaitThatEndsTheTurnParksWithoutAStop(t *testing.T) {
 func TestARefusedWaitDoesNotPark(t *testing.T) {
 	b := setup(t)
 	refused := strings.Replace(waitResult, `"tool_use_id":"toolu_9"`, `"tool_use_id":"toolu_9","is_error":true`, 1)
-	b.stream(t, initLine, waitCall, refused, resultLine)
-	if res := mustRun(t, b.exec, b.request(1)); res.Outcome != executor.Succeeded {
+	b.Stream(t, initLine, waitCall, refused, resultLine)
+	if res := mustRun(t, b.Exec, b.Request(1)); res.Outcome != executor.Succeeded {
 		t.Fatalf("Run = %+v", res)
 	}
 }
@@ -193,9 +193,9 @@ func TestFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t)
-			b.stream(t, tc.lines...)
-			write(t, filepath.Join(b.bin, "exit"), tc.exit, 0o600)
-			res := mustRun(t, b.exec, b.request(1))
+			b.Stream(t, tc.lines...)
+			write(t, filepath.Join(b.Bin, "exit"), tc.exit, 0o600)
+			res := mustRun(t, b.Exec, b.Request(1))
 			if res.Outcome != executor.Failed || !strings.Contains(res.Message, tc.want) || strings.Contains(res.Message, modelText) {
 				t.Fatalf("Run = %+v", res)
 			}
@@ -208,18 +208,18 @@ func TestFailures(t *testing.T) {
 // its whole group, recorded as a cancel.
 func TestStopAndRecover(t *testing.T) {
 	b := setup(t)
-	b.stream(t, initLine)
-	b.hang(t, true)
+	b.Stream(t, initLine)
+	b.Hang(t, true)
 	ctx, cancel := context.WithCancel(context.Background())
-	req := b.request(1)
-	running := start(func() (executor.Result, error) { return b.exec.Run(ctx, req) })
-	b.waitRecorded(t, "cwd")
+	req := b.Request(1)
+	running := start(func() (executor.Result, error) { return b.Exec.Run(ctx, req) })
+	b.WaitRecorded(t, "cwd")
 	cancel()
 	if _, err := await(t, running); !errors.Is(err, executor.ErrDetached) {
 		t.Fatalf("Run after its ctx ended = %v, want ErrDetached", err)
 	}
 	self, _ := os.Executable()
-	later := b.executor(t, self)
+	later := b.Executor(t, self)
 	req.Epoch = 0 // Recover finds the current segment even without its epoch
 	recovered := start(func() (executor.Result, error) { return later.Recover(context.Background(), req) })
 	if err := later.Stop(context.Background(), req, guard); err != nil {
@@ -229,12 +229,12 @@ func TestStopAndRecover(t *testing.T) {
 	if err != nil || res.Outcome != executor.Cancelled || res.Session != session {
 		t.Fatalf("Recover after Stop = %+v, %v", res, err)
 	}
-	groupGone(t, filepath.Join(b.dir, "segments", "1"))
+	groupGone(t, filepath.Join(b.Dir, "segments", "1"))
 	if res, err := later.Recover(context.Background(), req); err != nil || res.Outcome != executor.Cancelled {
 		t.Errorf("Recover of an ended segment = %+v, %v", res, err)
 	}
-	empty := b.request(1)
-	empty.Dir = filepath.Join(b.tmp, "never")
+	empty := b.Request(1)
+	empty.Dir = filepath.Join(b.Tmp, "never")
 	if _, err := later.Recover(context.Background(), empty); !errors.Is(err, executor.ErrGone) {
 		t.Errorf("Recover of nothing = %v, want ErrGone", err)
 	}

@@ -17,19 +17,19 @@ import (
 func TestTheRealAgentSeesARefusedWait(t *testing.T) {
 	bin := agenttest.Codex(t)
 	b := setup(t)
-	agentruntest.BuildOS(t, b.ctx.ToolbeltDir)
-	tb := agentruntest.NewToolbelt(t, b.ctx.ToolbeltEndpoint, tokenCanary)
+	agentruntest.BuildOS(t, b.Ctx.ToolbeltDir)
+	tb := agentruntest.NewToolbelt(t, b.Ctx.ToolbeltEndpoint, tokenCanary)
 	tb.Refuse("wait")
 	srv := agenttest.OpenAI(t, agenttest.Options{
 		APIKey: apiKeyCanary, Model: "gpt-5-codex",
 		Script: []agenttest.Step{agenttest.Call("mcp__os__wait", nil), agenttest.Reply("The wait was refused.")},
 	})
-	req := b.request(1)
+	req := b.Request(1)
 	req.Config = json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "gpt-5-codex", "base_url": "` + srv.URL + `/v1", "prompt": "wait"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := b.exec.Run(ctx, req)
-	logSegment(t, b.dir, "1")
+	res, err := b.Exec.Run(ctx, req)
+	logSegment(t, b.Dir, "1")
 	if err != nil || res.Outcome != executor.Succeeded {
 		t.Fatalf("Run = %+v, %v; want it to end by the agent's result, not parked", res, err)
 	}

@@ -31,25 +31,25 @@ var (
 // after the grace; the resume is `exec resume SESSION -`.
 func TestRunWritesTheHomeAndParks(t *testing.T) {
 	b := setup(t)
-	b.stream(t, started, turn, waited)
-	b.hang(t, true)
-	running := start(func() (executor.Result, error) { return b.exec.Run(context.Background(), b.request(1)) })
-	b.timers.fire(t, parkGrace)
+	b.Stream(t, started, turn, waited)
+	b.Hang(t, true)
+	running := start(func() (executor.Result, error) { return b.Exec.Run(context.Background(), b.Request(1)) })
+	b.Timers.Fire(t, parkGrace)
 	res, err := await(t, running)
 	if err != nil || res.Outcome != executor.Suspended || res.Session != threadID {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	groupGone(t, filepath.Join(b.dir, "segments", "1"))
-	argv := strings.Split(strings.TrimSuffix(b.recorded(t, "argv"), "\n"), "\n")
+	groupGone(t, filepath.Join(b.Dir, "segments", "1"))
+	argv := strings.Split(strings.TrimSuffix(b.Recorded(t, "argv"), "\n"), "\n")
 	if want := []string{"exec", "--json", "--skip-git-repo-check", "--model", "gpt-5-codex", "-"}; !slices.Equal(argv, want) {
 		t.Errorf("argv %q, want %q", argv, want)
 	}
-	if got := b.recorded(t, "stdin"); !strings.HasPrefix(got, "$answer-issue\n") || !strings.HasSuffix(got, "Answer issue.opened #42") {
+	if got := b.Recorded(t, "stdin"); !strings.HasPrefix(got, "$answer-issue\n") || !strings.HasSuffix(got, "Answer issue.opened #42") {
 		t.Errorf("prompt %q", got)
 	}
-	home := filepath.Join(b.dir, "home", ".codex")
-	env := b.recorded(t, "env")
-	for _, kv := range []string{"CODEX_HOME=" + home, "OPENAI_API_KEY=" + apiKeyCanary, "HOME=" + filepath.Join(b.dir, "home")} {
+	home := filepath.Join(b.Dir, "home", ".codex")
+	env := b.Recorded(t, "env")
+	for _, kv := range []string{"CODEX_HOME=" + home, "OPENAI_API_KEY=" + apiKeyCanary, "HOME=" + filepath.Join(b.Dir, "home")} {
 		if !strings.Contains(env, kv+"\n") {
 			t.Errorf("environment lacks %q", kv)
 		}
@@ -60,7 +60,7 @@ func TestRunWritesTheHomeAndParks(t *testing.T) {
 	}
 	for _, want := range []string{`model = "gpt-5-codex"`, `model_provider = "open-conduit"`, `base_url = "http://127.0.0.1:9"`,
 		`env_key = "OPENAI_API_KEY"`, `shell_tool = false`, `web_search = "disabled"`, "[mcp_servers.os]",
-		`command = "` + filepath.Join(b.ctx.ToolbeltDir, "os") + `"`, `args = ["mcp"]`, `OS_TOKEN_FILE = "` + b.ctx.ToolbeltTokenFile + `"`} {
+		`command = "` + filepath.Join(b.Ctx.ToolbeltDir, "os") + `"`, `args = ["mcp"]`, `OS_TOKEN_FILE = "` + b.Ctx.ToolbeltTokenFile + `"`} {
 		if !strings.Contains(string(toml), want) {
 			t.Errorf("config.toml lacks %s:\n%s", want, toml)
 		}
@@ -69,20 +69,20 @@ func TestRunWritesTheHomeAndParks(t *testing.T) {
 		t.Errorf("the playbook is not installed as a skill: %v", err)
 	}
 
-	b.hang(t, false)
-	b.stream(t, started, turn, completed)
-	req := b.request(2)
+	b.Hang(t, false)
+	b.Stream(t, started, turn, completed)
+	req := b.Request(2)
 	req.Session = threadID
-	res, err = b.exec.Resume(context.Background(), req)
+	res, err = b.Exec.Resume(context.Background(), req)
 	want := executor.Usage{InputTokens: 50, CacheReadTokens: 5, OutputTokens: 7, Turns: 1}
 	if err != nil || res.Outcome != executor.Succeeded || res.Usage == nil || *res.Usage != want {
 		t.Fatalf("Resume = %+v (%+v), %v", res, res.Usage, err)
 	}
-	argv = strings.Split(strings.TrimSuffix(b.recorded(t, "argv"), "\n"), "\n")
+	argv = strings.Split(strings.TrimSuffix(b.Recorded(t, "argv"), "\n"), "\n")
 	if want := []string{"exec", "resume", "--json", "--skip-git-repo-check", "--model", "gpt-5-codex", threadID, "-"}; !slices.Equal(argv, want) {
 		t.Errorf("resume argv %q", argv)
 	}
-	noCanary(t, b.dir)
+	noCanary(t, b.Dir)
 }
 
 // TestCodexToolsAreChecked: only Codex's own tools the executor can turn
@@ -92,13 +92,13 @@ func TestCodexToolsAreChecked(t *testing.T) {
 		t.Error("a Claude tool name was accepted for Codex")
 	}
 	b := setup(t)
-	b.stream(t, started, turn, completed)
-	req := b.request(1)
-	req.Config = json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + filepath.Join(b.bin, "codex") + `", "model": "m", "prompt": "p", "tools": ["shell", "web_search"]}`)
-	if res := mustRun(t, b.exec, req); res.Outcome != executor.Succeeded {
+	b.Stream(t, started, turn, completed)
+	req := b.Request(1)
+	req.Config = json.RawMessage(`{"sandbox": {"enabled": false}, "binary": "` + filepath.Join(b.Bin, "codex") + `", "model": "m", "prompt": "p", "tools": ["shell", "web_search"]}`)
+	if res := mustRun(t, b.Exec, req); res.Outcome != executor.Succeeded {
 		t.Fatalf("Run = %+v", res)
 	}
-	toml, _ := os.ReadFile(filepath.Join(b.dir, "home", ".codex", "config.toml"))
+	toml, _ := os.ReadFile(filepath.Join(b.Dir, "home", ".codex", "config.toml"))
 	for _, want := range []string{"shell_tool = true", "unified_exec = true", `web_search = "live"`, `base_url = "` + DefaultBaseURL + `"`} {
 		if !strings.Contains(string(toml), want) {
 			t.Errorf("config.toml lacks %s:\n%s", want, toml)
@@ -112,8 +112,8 @@ func TestCodexToolsAreChecked(t *testing.T) {
 func TestTheRealCodex(t *testing.T) {
 	bin := agenttest.Codex(t)
 	b := setup(t)
-	agentruntest.BuildOS(t, b.ctx.ToolbeltDir)
-	tb := agentruntest.NewToolbelt(t, b.ctx.ToolbeltEndpoint, tokenCanary)
+	agentruntest.BuildOS(t, b.Ctx.ToolbeltDir)
+	tb := agentruntest.NewToolbelt(t, b.Ctx.ToolbeltEndpoint, tokenCanary)
 	srv := agenttest.OpenAI(t, agenttest.Options{
 		APIKey: apiKeyCanary, Model: "gpt-5-codex",
 		Script: []agenttest.Step{
@@ -126,12 +126,12 @@ func TestTheRealCodex(t *testing.T) {
 	})
 	cfg := `{"sandbox": {"enabled": false}, "binary": "` + bin + `", "model": "gpt-5-codex", "playbook": "answer-issue", "base_url": "` + srv.URL + `/v1",
 		"prompt": "Answer {{range .Events}}{{.Type}} #{{.Data.issue.number}}{{end}}"}`
-	req := b.request(1)
+	req := b.Request(1)
 	req.Config = json.RawMessage(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := b.exec.Run(ctx, req)
-	logSegment(t, b.dir, "1")
+	res, err := b.Exec.Run(ctx, req)
+	logSegment(t, b.Dir, "1")
 	// Codex always offers its MCP resource tools and request_user_input
 	// (no setting of 0.169.0 turns them off; they reach nothing but the
 	// MCP servers and, in exec, nobody); everything else it offers is the
@@ -152,12 +152,12 @@ func TestTheRealCodex(t *testing.T) {
 	if got := tb.Called(); !slices.Equal(got, []string{"read_context", "wait"}) {
 		t.Errorf("first segment called %q", got)
 	}
-	req = b.request(2)
+	req = b.Request(2)
 	req.Config = json.RawMessage(cfg)
 	req.Session = res.Session
 	req.Events = []executor.Event{{ID: "ev-2", Seq: 2, Type: "review.done", Source: "operator", Data: json.RawMessage(`{"approved":true}`)}}
-	res2, err := b.exec.Resume(ctx, req)
-	logSegment(t, b.dir, "2")
+	res2, err := b.Exec.Resume(ctx, req)
+	logSegment(t, b.Dir, "2")
 	if err != nil || res2.Outcome != executor.Succeeded || res2.Session != res.Session {
 		t.Fatalf("Resume = %+v, %v", res2, err)
 	}
@@ -172,7 +172,7 @@ func TestTheRealCodex(t *testing.T) {
 	if !reqs[0].Has("text", "Answer the issue.") {
 		t.Errorf("the first turn did not start on the playbook")
 	}
-	noCanary(t, b.dir)
+	noCanary(t, b.Dir)
 }
 
 func logSegment(t *testing.T, dir, epoch string) {

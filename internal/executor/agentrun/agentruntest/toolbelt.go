@@ -1,7 +1,9 @@
 // Package agentruntest is test support for the agent executors: a double
 // of an execution's toolbelt socket that os mcp can serve an agent from
 // (guidance and calls of read_context, emit, wait and declare_outcome),
-// and the build of the real os program.
+// the build of the real os program, and the bench both agent executors'
+// tests run on (a fake CLI that records what it was given, fired timers,
+// the canary and process-group checks).
 //
 // It is for tests only and must never be used by the daemon or any
 // production package; it checks the bearer token it is given and never
