@@ -291,7 +291,7 @@ func TestMemoryServer(t *testing.T) {
 func TestToolsBecomeOperations(t *testing.T) {
 	r := start(t, kit(t, "kit", nil))
 	reg := r.in.Registration()
-	want := []string{"kit.crash", "kit.echo", "kit.fail", "kit.list", "kit.pid", "kit.write_note"}
+	want := []string{"kit.crash", "kit.echo", "kit.fail", "kit.hide", "kit.list", "kit.pid", "kit.write_note"}
 	if got := opNames(reg); !slices.Equal(got, want) {
 		t.Fatalf("operations %v, want %v (all pages of 2, Write.Note as write_note)", got, want)
 	}
@@ -343,6 +343,26 @@ func TestResults(t *testing.T) {
 	var oe *extension.OperationError
 	if !errors.As(err, &oe) || oe.Code != CodeToolError || oe.Message != "no such thing" {
 		t.Fatalf("fail answered %v, want %s with its text on one line", err, CodeToolError)
+	}
+}
+
+// A tool the running server drops (notifications/tools/list_changed) is
+// refused with a stable code; the registration does not change.
+func TestListChanged(t *testing.T) {
+	r := start(t, kit(t, "kit", nil))
+	if _, err := r.call("kit.hide", "", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "refusal of the dropped tool", func() bool {
+		_, err := r.call("kit.list", "", `{}`)
+		var oe *extension.OperationError
+		return errors.As(err, &oe) && oe.Code == CodeToolUnavailable
+	})
+	if !slices.Contains(opNames(r.in.Registration()), "kit.list") {
+		t.Fatal("the registration lost kit.list")
+	}
+	if _, err := r.call("kit.echo", "", `{}`); err != nil {
+		t.Fatalf("echo: %v", err)
 	}
 }
 

@@ -348,6 +348,12 @@ func (in *Instance) wasSkipped(name string) bool {
 // set does not change).
 func (in *Instance) toolsChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
 	cs := req.Session
+	in.mu.Lock()
+	ours := in.cur != nil && in.cur.cs == cs // not before Start registered
+	in.mu.Unlock()
+	if !ours {
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithCancel(in.ctx)
 		defer cancel()

@@ -127,6 +127,11 @@ func serve(mode string) int {
 			os.Exit(3)
 			return nil, nil
 		})
+	srv.AddTool(&mcp.Tool{Name: "hide", Description: "Remove the tool list from the list.", InputSchema: obj("")},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			srv.RemoveTools("list")
+			return &mcp.CallToolResult{}, nil
+		})
 	for _, name := range []string{"Dup", "dup", "9lives"} {
 		srv.AddTool(&mcp.Tool{Name: name, Description: "Never registered.", InputSchema: obj("")},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
