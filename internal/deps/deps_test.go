@@ -75,6 +75,9 @@ var rules = map[string][]string{
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
 
+	// mcppkg: the runtime of MCP packages, an MCP client of the server.
+	"internal/packages/mcppkg": {"extension", "internal/buildinfo", "internal/clock", "internal/executor", "internal/packages"},
+
 	// The kernel, the toolbelt above it, the scheduler above both. Wire
 	// converts storage's records and the kernel's results into api's types
 	// for every layer above it that answers in them.
