@@ -8,7 +8,8 @@ import (
 )
 
 // Ingress is a registration's source of Events from outside the daemon (a
-// webhook listener, a poller). Its Events carry its Source, which the host
+// webhook, whose deliveries the host's listener receives (see Webhook), a
+// poller). Its Events carry its Source, which the host
 // assigns: an ingress never names a source per Event, nor an actor, a Work
 // or a cause. The daemon runs it while the active
 // configuration enables the registration, and runs it again, with the new
