@@ -57,8 +57,9 @@ func (e *env) githubConfig(port int, mark string) []byte {
 			},
 			"other": map[string]any{},
 		},
+		"ingress": map[string]any{"listen": "127.0.0.1:" + strconv.Itoa(port)},
 		"extensions": map[string]any{"github": map[string]any{"config": map[string]any{
-			"ingress":      map[string]any{"enabled": true, "listen": "127.0.0.1:" + strconv.Itoa(port), "secret": "gh-hook"},
+			"ingress":      map[string]any{"enabled": true, "secret": "gh-hook"},
 			"repositories": map[string]any{"octo-org/hello-world": map[string]any{"scope": "ops"}},
 		}}},
 	}

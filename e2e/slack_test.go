@@ -50,8 +50,9 @@ func (e *env) slackConfig(port int, ctl, apiURL string) []byte {
 			},
 			"other": map[string]any{},
 		},
+		"ingress": map[string]any{"listen": "127.0.0.1:" + strconv.Itoa(port)},
 		"extensions": map[string]any{"slack": map[string]any{"config": map[string]any{
-			"ingress":  map[string]any{"enabled": true, "listen": "127.0.0.1:" + strconv.Itoa(port), "signing_secret": "slack-signing"},
+			"ingress":  map[string]any{"enabled": true, "signing_secret": "slack-signing"},
 			"api":      map[string]any{"token": "slack-bot", "url": apiURL},
 			"channels": map[string]any{"C0OPS": map[string]any{"scope": "ops"}},
 		}}},

@@ -2,7 +2,8 @@
 // and the extensions that add operations to the toolbelt: the Toolbelt an
 // execution calls, the Registration an extension hands to the host, its
 // Operations, Toolsets and Playbooks, the Actions an operator asks it for (never
-// served to an execution), the Gate seam, the OperationError a handler
+// served to an execution), the Gate seam, its Ingress (a Webhook one
+// served by the host at its own path), the OperationError a handler
 // returns, the naming rules, and the sentinel errors every layer maps to
 // stable codes.
 //

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 )
 
 // Ingress is a registration's source of Events from outside the daemon (a
-// webhook listener, a poller). Its Events carry its Source, which the host
+// webhook, whose deliveries the host's listener receives (see Webhook), a
+// poller). Its Events carry its Source, which the host
 // assigns: an ingress never names a source per Event, nor an actor, a Work
 // or a cause. The daemon runs it while the active
 // configuration enables the registration, and runs it again, with the new
@@ -119,3 +121,97 @@ type ConfigReference struct {
 	Pointer string
 	Name    string
 }
+
+// Webhook is an Ingress whose deliveries arrive over HTTP: each such
+// ingress at its own path of the daemon's one webhook listener. The host
+// owns that listener and everything a delivery goes through around the
+// ingress's own reading of it: POST only, the deliveries read at once and
+// a body's size bounded, the signing secret resolved through the host
+// (once per run, again after a failure), a bounded queue in front of
+// Accept, the answer, and a count and a log line for every outcome. The
+// ingress only verifies a delivery and says what it is (Read).
+type Webhook interface {
+	Ingress
+	// Endpoint is the ingress's endpoint under config (what CheckConfig
+	// accepted), false when config leaves the webhook off. The host
+	// serves it while it runs the ingress with that config.
+	Endpoint(config json.RawMessage) (WebhookEndpoint, bool)
+}
+
+// DefaultWebhookMaxBody bounds a webhook delivery's body when its endpoint
+// names no bound: 1 MiB.
+const DefaultWebhookMaxBody = 1 << 20
+
+// WebhookEndpoint is one webhook ingress's endpoint.
+type WebhookEndpoint struct {
+	// Path is where its deliveries are served (POST only), under the
+	// registration's name: /<registration>/<name>.
+	Path string
+	// Secret names the signing secret among the configuration's
+	// top-level secrets; Read gets its value.
+	Secret string
+	// MaxBody bounds a body (0: DefaultWebhookMaxBody); a longer one is
+	// refused (413, WebhookBodyTooLarge).
+	MaxBody int64
+	// Queue bounds the deliveries read but not yet accepted, InFlight
+	// those being read at once (0: the host's defaults); more are
+	// refused with 503 and Retry-After.
+	Queue, InFlight int
+	// Status is the status of every answer to a delivery Read verified:
+	// accepted, redelivered, dropped or a Reply (0: 200).
+	Status int
+	// Listen is the listener address the ingress's own config names, a
+	// member kept for one release after the ingresses came to share the
+	// daemon's listener ("" for none). The host listens there only while
+	// the daemon's configuration names no listener address of its own.
+	Listen string
+	// Read verifies and reads one delivery. It must keep nothing of it.
+	Read func(WebhookDelivery) WebhookVerdict
+}
+
+// WebhookDelivery is one delivery as the host read it.
+type WebhookDelivery struct {
+	Header http.Header
+	// Body is read whole, within MaxBody.
+	Body []byte
+	// Key is the resolved signing secret.
+	Key []byte
+}
+
+// WebhookVerdict is what Read made of a delivery: exactly one of Refuse,
+// Drop, Reply and Event. Every reason and outcome is a short stable word
+// the ingress documents, never a value from the delivery.
+type WebhookVerdict struct {
+	// Refuse is why the delivery is refused: not verified (always first)
+	// or malformed. It is answered with RefuseStatus (0: 400).
+	Refuse       string
+	RefuseStatus int
+	// Drop is why a verified delivery becomes no Event (answered with
+	// the endpoint's Status); Type is its event type for the log, "" for
+	// none.
+	Drop string
+	Type string
+	// Reply is answered as it stands with the endpoint's Status, and
+	// counted and logged as Outcome (a provider's URL check).
+	Reply   map[string]any
+	Outcome string
+	// Event is offered to Accept through the host's queue.
+	Event *IngressEvent
+}
+
+// The reasons and outcomes the host counts, logs and answers for every
+// webhook ingress, beside those of its Read.
+const (
+	WebhookAccepted          = "accepted"
+	WebhookRedelivered       = "redelivered"
+	WebhookBusy              = "busy"
+	WebhookQueueFull         = "queue_full"
+	WebhookBodyTooLarge      = "body_too_large"
+	WebhookBodyUnreadable    = "body_unreadable"
+	WebhookSecretUnavailable = "secret_unavailable"
+	WebhookAcceptFailed      = "accept_failed"
+	// WebhookScopeUnavailable: Accept refused the scope (ErrForbidden).
+	WebhookScopeUnavailable = "scope_unavailable"
+	// WebhookEventRefused: Accept refused the Event (ErrInvalid).
+	WebhookEventRefused = "event_refused"
+)

@@ -13,17 +13,27 @@ import (
 	"github.com/open-conduit/open-conduit/extension/inproc"
 )
 
-// DefaultListen is where the ingress listens when it is on and names no
-// address: loopback, since a reverse proxy or tunnel fronts it.
+// DefaultListen is the address a remedy offers for the deprecated
+// ingress.listen member: the webhook listener's default.
 const DefaultListen = "127.0.0.1:8787"
 
 // WarnIngressNotLoopback is the configuration warning of an ingress that
 // listens beyond loopback.
 const WarnIngressNotLoopback = "github_ingress_not_loopback"
 
+// WarnIngressListenDeprecated is the configuration warning of an
+// ingress.listen member on loopback: the ingresses share the daemon's
+// webhook listener now, whose address is the top-level ingress.listen.
+// (Beyond loopback, WarnIngressNotLoopback says so too.)
+const WarnIngressListenDeprecated = "github_ingress_listen_deprecated"
+
+// listenMoved is what a warning of the deprecated listen member says.
+const listenMoved = "ingress.listen is deprecated and goes in the next release: every ingress is served on the daemon's one webhook listener, so move the address to the top-level ingress.listen of the configuration (with allow_non_loopback there if it is not loopback); while that names no address, the listener listens here"
+
 // Config is the extension's configuration (extensions.github.config).
 type Config struct {
-	// Ingress is the webhook listener; absent: off.
+	// Ingress is the webhook ingress, served on the daemon's webhook
+	// listener; absent: off.
 	Ingress *IngressConfig `json:"ingress,omitempty"`
 	// Repositories maps "owner/repo" (matched without regard to case) to
 	// the scope its deliveries go to.
@@ -60,10 +70,12 @@ type AppConfig struct {
 
 // IngressConfig configures the webhook listener.
 type IngressConfig struct {
-	// Enabled turns the listener on (default off).
+	// Enabled turns the ingress on (default off).
 	Enabled bool `json:"enabled,omitempty"`
-	// Listen is host:port, the host an IP address or localhost
-	// (DefaultListen when empty).
+	// Listen is host:port, the host an IP address or localhost:
+	// deprecated, for one release. The ingress is served on the daemon's
+	// webhook listener, which listens here only while the configuration's
+	// top-level ingress.listen names no address.
 	Listen string `json:"listen,omitempty"`
 	// AllowNonLoopback must be true for Listen to name an address other
 	// than loopback; such a configuration is warned about.
@@ -238,7 +250,9 @@ func inspect(c Config) extension.ConfigReport {
 		}
 		if in.Listen != "" && !loopback(in.Listen) {
 			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
-				Remedy: "the GitHub ingress listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs the webhook signature); prefer 127.0.0.1 behind a reverse proxy or tunnel"})
+				Remedy: "the GitHub ingress listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs the webhook signature); prefer 127.0.0.1 behind a reverse proxy or tunnel. " + listenMoved})
+		} else if in.Listen != "" {
+			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressListenDeprecated, Remedy: listenMoved})
 		}
 	}
 	if a := c.API; a != nil {

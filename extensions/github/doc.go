@@ -1,6 +1,7 @@
 // Package github is the first-party GitHub extension. Its webhook ingress
-// is an HTTP listener, off unless its configuration turns it on, that
-// verifies every delivery's X-Hub-Signature-256 against the webhook secret
+// (an extension.Webhook, off unless its configuration turns it on) is
+// served by the host at /github/webhook on the daemon's one webhook
+// listener; the extension's part of each delivery (Read) verifies every delivery's X-Hub-Signature-256 against the webhook secret
 // (named in the configuration, resolved by the host) before it reads
 // anything of the delivery, maps a verified delivery to a namespaced Event
 // (github.<event>[.<action>]) with a correlation key and a bounded subset

@@ -49,6 +49,7 @@ var (
 	_ inproc.Operator        = (*Extension)(nil)
 	_ inproc.Toolsetter      = (*Extension)(nil)
 	_ inproc.Playbooker      = (*Extension)(nil)
+	_ extension.Webhook      = ingress{}
 )
 
 // Operations are the ghapi operations (served with the credentials its
@@ -90,27 +91,31 @@ type ingress struct{ ext *Extension }
 // Source is github.webhook.
 func (ingress) Source() string { return Source }
 
-// Serve runs the webhook listener while ctx lasts, when the config turns
-// it on. With an api config it also lends the operations host, through
-// which they resolve the credentials it names, until ctx ends (so with the
-// listener off it returns only then): the credentials live as long as
-// this run of the config, in memory only.
+// Serve lends the operations host, through which they resolve the
+// credentials an api config names, until ctx ends; without one it returns
+// at once. The credentials live as long as this run of the config, in
+// memory only. The webhook itself is served by the host (Endpoint).
 func (i ingress) Serve(ctx context.Context, raw json.RawMessage, host extension.IngressHost) error {
 	c, err := parseConfig(raw)
 	if err != nil {
 		return err
 	}
-	if c.API != nil {
-		run := i.ext.live.attach(host, c.API)
-		defer i.ext.live.detach(run)
-	}
-	if c.Ingress == nil || !c.Ingress.Enabled {
-		if c.API != nil {
-			<-ctx.Done()
-		}
+	if c.API == nil {
 		return nil
 	}
-	return serve(ctx, c, host, i.ext.Limits)
+	run := i.ext.live.attach(host, c.API)
+	defer i.ext.live.detach(run)
+	<-ctx.Done()
+	return nil
+}
+
+// Endpoint is the webhook's endpoint when the config turns the ingress on.
+func (i ingress) Endpoint(raw json.RawMessage) (extension.WebhookEndpoint, bool) {
+	c, err := parseConfig(raw)
+	if err != nil || c.Ingress == nil || !c.Ingress.Enabled {
+		return extension.WebhookEndpoint{}, false
+	}
+	return endpoint(c, i.ext.Limits), true
 }
 
 // AdmitsTrace admits a route trace of source github.webhook in a scope the config

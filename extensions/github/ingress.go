@@ -1,62 +1,33 @@
 package github
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"regexp"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 )
 
-// WebhookPath is where the ingress serves deliveries (POST).
+// WebhookPath is where the ingress's deliveries are served (POST), on the
+// daemon's webhook listener.
 const WebhookPath = "/github/webhook"
 
-// Limits of the ingress. GitHub caps a delivery's payload at 25 MB, so the
-// body limit refuses no delivery GitHub sends.
-const (
-	// DefaultMaxBody bounds a delivery's body: 25 MiB.
-	DefaultMaxBody = 25 << 20
-	// DefaultQueue bounds the deliveries verified and mapped but not yet
-	// accepted; a full queue answers 503 with Retry-After.
-	DefaultQueue = 64
-	// DefaultInFlight bounds the deliveries being read at once; more are
-	// answered 503 with Retry-After.
-	DefaultInFlight = 8
-	// RetryAfterSeconds is the Retry-After of a 503.
-	RetryAfterSeconds = 30
-
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 60 * time.Second
-	writeTimeout      = 90 * time.Second
-	idleTimeout       = 60 * time.Second
-	maxHeaderBytes    = 64 << 10
-	shutdownGrace     = 5 * time.Second
-)
+// DefaultMaxBody bounds a delivery's body: 25 MiB. GitHub caps a
+// delivery's payload at 25 MB, so the bound refuses no delivery GitHub
+// sends.
+const DefaultMaxBody = 25 << 20
 
 // Reasons of a refusal or a drop beyond the signature's and the mapping's
-// (each logged and counted).
+// (each logged and counted by the host), and the host's own that the
+// documentation names.
 const (
-	reasonBodyTooLarge    = "body_too_large"
-	reasonBodyUnreadable  = "body_unreadable"
 	reasonDeliveryMissing = "delivery_missing"
 	reasonEventMissing    = "event_missing"
 	reasonContentType     = "content_type"
-	reasonBusy            = "busy"
-	reasonQueueFull       = "queue_full"
-	reasonSecretUnavail   = "secret_unavailable"
-	reasonAcceptFailed    = "accept_failed"
-	outcomeAccepted       = "accepted"
-	outcomeAcceptedAgain  = "redelivered"
+	reasonBodyTooLarge    = extension.WebhookBodyTooLarge
+	reasonQueueFull       = extension.WebhookQueueFull
+	reasonAcceptFailed    = extension.WebhookAcceptFailed
 )
 
 var (
@@ -64,284 +35,65 @@ var (
 	eventRule    = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
 )
 
-// server is one run of the ingress: its handler, queue and counts.
-type server struct {
-	claims  claims
-	host    extension.IngressHost
-	log     *slog.Logger
-	secret  string // the secret's name
-	maxBody int64
-	queue   chan *item
-	slots   chan struct{}
-
-	mu     sync.Mutex
-	key    []byte // the resolved secret, once resolved
-	counts map[string]int64
-}
-
-type item struct {
-	ev   extension.IngressEvent
-	done chan result
-}
-
-type result struct {
-	status int
-	body   map[string]any
-}
-
-// Options bound the ingress (zero: the defaults).
+// Options bound the ingress (zero: the defaults: DefaultMaxBody and the
+// host's queue and in-flight bounds).
 type Options struct {
 	MaxBody  int64
 	Queue    int
 	InFlight int
 }
 
-func newServer(c Config, host extension.IngressHost, o Options) *server {
+// endpoint is the ingress's endpoint under c, whose ingress is on.
+func endpoint(c Config, o Options) extension.WebhookEndpoint {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	if o.Queue <= 0 {
-		o.Queue = DefaultQueue
+	cl := claimsOf(c)
+	return extension.WebhookEndpoint{
+		Path: WebhookPath, Secret: c.Ingress.Secret, MaxBody: o.MaxBody, Queue: o.Queue, InFlight: o.InFlight,
+		// GitHub takes any 2xx; 202 says the delivery was taken, not acted on.
+		Status: http.StatusAccepted,
+		Listen: c.Ingress.Listen,
+		Read:   func(d extension.WebhookDelivery) extension.WebhookVerdict { return read(cl, d) },
 	}
-	if o.InFlight <= 0 {
-		o.InFlight = DefaultInFlight
-	}
-	s := &server{claims: claimsOf(c), host: host, log: host.Logger(), maxBody: o.MaxBody,
-		queue: make(chan *item, o.Queue), slots: make(chan struct{}, o.InFlight), counts: map[string]int64{}}
-	if c.Ingress != nil {
-		s.secret = c.Ingress.Secret
-	}
-	return s
 }
 
-// count adds one to reason's count and returns the new total.
-func (s *server) count(reason string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.counts[reason]++
-	n := s.counts[reason]
-	s.host.Count(reason)
-	return n
+func refuse(status int, reason string) extension.WebhookVerdict {
+	return extension.WebhookVerdict{Refuse: reason, RefuseStatus: status}
 }
 
-// Counts are the ingress's counts by outcome and reason since it started.
-func (s *server) Counts() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range s.counts {
-		out[k] = v
-	}
-	return out
-}
-
-// refuse answers a delivery that is not accepted, and logs only the
-// reason and its count: never the body or a header's value.
-func (s *server) refuse(w http.ResponseWriter, status int, reason string) {
-	n := s.count(reason)
-	s.log.Info("github ingress refused a delivery", "reason", reason, "status", status, "count", n)
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-	}
-	answer(w, status, map[string]any{"status": "refused", "reason": reason})
-}
-
-// drop answers a verified delivery that is not accepted with 202, logging
-// the reason and its count.
-func (s *server) drop(reason, typ string) result {
-	n := s.count(reason)
-	s.log.Info("github ingress dropped a delivery", "reason", reason, "type", typ, "count", n)
-	return result{status: http.StatusAccepted, body: map[string]any{"status": "dropped", "reason": reason}}
-}
-
-func answer(w http.ResponseWriter, status int, body map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(body)
-	w.Write(append(b, '\n'))
-}
-
-// signingKey resolves the webhook secret once; a failure is retried at the
-// next delivery.
-func (s *server) signingKey(ctx context.Context) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.key != nil {
-		return s.key, nil
-	}
-	v, err := s.host.Secret(ctx, s.secret)
-	if err != nil {
-		return nil, err
-	}
-	s.key = []byte(v)
-	return s.key, nil
-}
-
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != WebhookPath {
-		answer(w, http.StatusNotFound, map[string]any{"status": "refused", "reason": "not_found"})
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		answer(w, http.StatusMethodNotAllowed, map[string]any{"status": "refused", "reason": "method_not_allowed"})
-		return
-	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
-		s.refuse(w, http.StatusServiceUnavailable, reasonBusy)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.refuse(w, http.StatusRequestEntityTooLarge, reasonBodyTooLarge)
-			return
-		}
-		s.refuse(w, http.StatusBadRequest, reasonBodyUnreadable)
-		return
-	}
-	key, err := s.signingKey(r.Context())
-	if err != nil {
-		s.log.Warn("github ingress cannot resolve its webhook secret", "error", err.Error())
-		s.refuse(w, http.StatusServiceUnavailable, reasonSecretUnavail)
-		return
-	}
-	if reason := verify(key, body, r.Header.Get(SignatureHeader)); reason != "" {
-		s.refuse(w, http.StatusUnauthorized, reason)
-		return
+// read verifies one delivery's signature before anything else is read,
+// then maps it to an Event in the scope that claims its repository.
+func read(cl claims, d extension.WebhookDelivery) extension.WebhookVerdict {
+	if reason := verify(d.Key, d.Body, d.Header.Get(SignatureHeader)); reason != "" {
+		return refuse(http.StatusUnauthorized, reason)
 	}
 	// Verified: from here on the delivery is GitHub's.
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		s.refuse(w, http.StatusUnsupportedMediaType, reasonContentType)
-		return
+	if mt, _, err := mime.ParseMediaType(d.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return refuse(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	delivery := r.Header.Get("X-GitHub-Delivery")
+	delivery := d.Header.Get("X-GitHub-Delivery")
 	if !deliveryRule.MatchString(delivery) {
-		s.refuse(w, http.StatusBadRequest, reasonDeliveryMissing)
-		return
+		return refuse(http.StatusBadRequest, reasonDeliveryMissing)
 	}
-	event := r.Header.Get("X-GitHub-Event")
+	event := d.Header.Get("X-GitHub-Event")
 	if !eventRule.MatchString(event) {
-		s.refuse(w, http.StatusBadRequest, reasonEventMissing)
-		return
+		return refuse(http.StatusBadRequest, reasonEventMissing)
 	}
-	m, reason := mapDelivery(event, body)
+	m, reason := mapDelivery(event, d.Body)
 	if reason == reasonPayloadInvalid {
-		s.refuse(w, http.StatusBadRequest, reason)
-		return
+		return refuse(http.StatusBadRequest, reason)
 	}
 	if reason != "" {
-		res := s.drop(reason, "")
-		answer(w, res.status, res.body)
-		return
+		return extension.WebhookVerdict{Drop: reason}
 	}
-	scope, ok := s.claims.scope(m.Repository, m.Installation)
+	scope, ok := cl.scope(m.Repository, m.Installation)
 	if !ok {
-		res := s.drop(reasonUnclaimed, m.Type)
-		answer(w, res.status, res.body)
-		return
+		return extension.WebhookVerdict{Drop: reasonUnclaimed, Type: m.Type}
 	}
 	data, err := json.Marshal(m.Data)
 	if err != nil {
-		s.refuse(w, http.StatusBadRequest, reasonPayloadInvalid)
-		return
+		return refuse(http.StatusBadRequest, reasonPayloadInvalid)
 	}
-	it := &item{ev: extension.IngressEvent{Scope: scope, Type: m.Type, CorrelationKey: m.Key, DeliveryID: delivery, Data: data}, done: make(chan result, 1)}
-	select {
-	case s.queue <- it:
-	default:
-		s.refuse(w, http.StatusServiceUnavailable, reasonQueueFull)
-		return
-	}
-	select {
-	case res := <-it.done:
-		answer(w, res.status, res.body)
-	case <-r.Context().Done():
-	}
-}
-
-// work accepts the queued deliveries, one at a time, until ctx ends.
-func (s *server) work(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case it := <-s.queue:
-			it.done <- s.accept(ctx, it.ev)
-		}
-	}
-}
-
-func (s *server) accept(ctx context.Context, ev extension.IngressEvent) result {
-	got, err := s.host.Accept(ctx, ev)
-	switch {
-	case errors.Is(err, extension.ErrForbidden):
-		return s.drop(reasonScopeUnavailable, ev.Type)
-	case errors.Is(err, extension.ErrInvalid):
-		return s.drop(reasonEventRefused, ev.Type)
-	case err != nil:
-		n := s.count(reasonAcceptFailed)
-		s.log.Error("github ingress could not accept a delivery; GitHub may redeliver it", "reason", reasonAcceptFailed, "error_type", fmt.Sprintf("%T", err), "count", n)
-		return result{status: http.StatusServiceUnavailable, body: map[string]any{"status": "refused", "reason": reasonAcceptFailed}}
-	}
-	outcome := outcomeAccepted
-	if got.Replayed {
-		outcome = outcomeAcceptedAgain
-	}
-	n := s.count(outcome)
-	s.log.Info("github ingress accepted a delivery", "outcome", outcome, "type", ev.Type, "scope", ev.Scope, "event", got.Event, "effect", got.Effect, "count", n)
-	return result{status: http.StatusAccepted, body: map[string]any{"status": outcome, "event": got.Event, "replayed": got.Replayed}}
-}
-
-// serve listens on c's address and serves until ctx ends.
-func serve(ctx context.Context, c Config, host extension.IngressHost, o Options) error {
-	addr := c.Ingress.Listen
-	if addr == "" {
-		addr = DefaultListen
-	}
-	s := newServer(c, host, o)
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		// A listen error names the address and the system's reason only.
-		s.log.Error("github ingress cannot listen; it runs again after an apply that changes its config", "address", addr, "error", err.Error())
-		return err
-	}
-	s.log.Info("github ingress listening", "address", ln.Addr().String(), "path", WebhookPath)
-	srv := &http.Server{
-		Handler: s, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout,
-		IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	worked := make(chan struct{})
-	go func() {
-		defer close(worked)
-		s.work(workCtx)
-	}()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err = <-served:
-	}
-	// Deliveries in flight are answered (the worker still accepts) before
-	// the worker stops.
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
-	}
-	cancel()
-	stopWork()
-	<-worked
-	s.log.Info("github ingress stopped", "address", ln.Addr().String())
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return extension.WebhookVerdict{Event: &extension.IngressEvent{Scope: scope, Type: m.Type, CorrelationKey: m.Key, DeliveryID: delivery, Data: data}}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/webhook"
 )
 
 const canary = "whsec-canary-3f9e1d27"
@@ -123,17 +124,18 @@ func (h *fakeHost) logText() string {
 
 const testConfig = `{"ingress": {"enabled": true, "secret": "gh-hook"}, "repositories": {"octo-org/hello-world": {"scope": "ops"}}}`
 
-// start runs the ingress's handler and worker on an httptest server.
-func start(t *testing.T, h *fakeHost, o Options) (*server, string) {
+// start runs the ingress's endpoint, as the host serves it, and its
+// worker on an httptest server.
+func start(t *testing.T, h *fakeHost, o Options) (*webhook.Endpoint, string) {
 	t.Helper()
-	c, err := parseConfig(json.RawMessage(testConfig))
-	if err != nil {
-		t.Fatal(err)
+	spec, ok := (&Extension{Limits: o}).Ingress().(extension.Webhook).Endpoint(json.RawMessage(testConfig))
+	if !ok {
+		t.Fatal("the ingress is off")
 	}
-	s := newServer(c, h, o)
+	s := webhook.NewEndpoint(spec, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); s.work(ctx) }()
+	go func() { defer close(done); s.Run(ctx) }()
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() {
 		ts.Close()
@@ -316,7 +318,7 @@ func TestAFullQueueIsRefusedWithRetryAfter(t *testing.T) {
 		results <- code
 	}()
 	// q-2 waits in the queue of one: poll for that real state.
-	eventually(t, "q-2 queued", func() bool { return len(s.queue) == 1 })
+	eventually(t, "q-2 queued", func() bool { return s.Queued() == 1 })
 	code, hdr, out := send(t, url, recorded(t, "issues.opened.json", "issues", "q-3"))
 	if code != http.StatusServiceUnavailable || out["reason"] != reasonQueueFull || hdr.Get("Retry-After") == "" {
 		t.Fatalf("%d %v %v", code, out, hdr)
@@ -349,34 +351,47 @@ func TestOnlyPostToThePath(t *testing.T) {
 	}
 }
 
-// The ingress listens on its configured address, and Serve returns when
-// its context ends; off, it returns at once.
+// The ingress is served on the host's webhook listener at its path, and
+// Serve returns when its context ends; off, it has no endpoint and Serve
+// returns at once.
 func TestServeListensAndStops(t *testing.T) {
 	h := newFakeHost()
 	ing := (&Extension{}).Ingress()
-	if err := ing.Serve(context.Background(), json.RawMessage(`{"ingress": {"enabled": false}}`), h); err != nil {
+	off := json.RawMessage(`{"ingress": {"enabled": false}}`)
+	if err := ing.Serve(context.Background(), off, h); err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := ing.(extension.Webhook).Endpoint(off); ok {
+		t.Fatal("an ingress its config leaves off has an endpoint")
+	}
+	on := json.RawMessage(`{"ingress": {"enabled": true, "secret": "gh-hook"}, "repositories": {"octo-org/hello-world": {"scope": "ops"}}, "api": {"token": "gh-hook"}}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() {
-		served <- ing.Serve(ctx, json.RawMessage(`{"ingress": {"enabled": true, "listen": "127.0.0.1:0", "secret": "gh-hook"}, "repositories": {"octo-org/hello-world": {"scope": "ops"}}}`), h)
-	}()
-	var addr string
-	eventually(t, "the ingress listening", func() bool {
-		select {
-		case err := <-served:
-			t.Fatalf("Serve returned %v", err)
-		default:
-		}
-		if _, rest, ok := strings.Cut(h.logText(), "address="); ok {
-			addr, _, _ = strings.Cut(rest, " ")
-		}
-		return addr != ""
-	})
+	go func() { served <- ing.Serve(ctx, on, h) }()
+	spec, ok := ing.(extension.Webhook).Endpoint(on)
+	if !ok || spec.Path != WebhookPath || spec.MaxBody != DefaultMaxBody {
+		t.Fatalf("endpoint %+v %v", spec, ok)
+	}
+	e := webhook.NewEndpoint(spec, h)
+	workCtx, stopWork := context.WithCancel(context.Background())
+	worked := make(chan struct{})
+	go func() { defer close(worked); e.Run(workCtx) }()
+	l := webhook.NewListener(h.log)
+	if err := l.Set("127.0.0.1:0", []*webhook.Endpoint{e}); err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
 	code, _, out := send(t, "http://"+addr+WebhookPath, recorded(t, "ping.json", "ping", "s-1"))
 	if code != http.StatusAccepted || out["status"] != "accepted" {
 		t.Fatalf("%d %v", code, out)
+	}
+	l.Close()
+	stopWork()
+	<-worked
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v before its context ended", err)
+	default:
 	}
 	cancel()
 	if err := <-served; err != nil {

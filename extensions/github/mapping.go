@@ -2,6 +2,7 @@ package github
 
 import (
 	"encoding/json"
+	"github.com/open-conduit/open-conduit/extension"
 	"regexp"
 	"strconv"
 	"unicode/utf8"
@@ -21,8 +22,9 @@ const (
 	reasonEventUnsupported = "event_unsupported"
 	reasonPayloadInvalid   = "payload_invalid"
 	reasonUnclaimed        = "unclaimed"
-	reasonScopeUnavailable = "scope_unavailable"
-	reasonEventRefused     = "event_refused"
+	// The host's drops of what Accept refuses.
+	reasonScopeUnavailable = extension.WebhookScopeUnavailable
+	reasonEventRefused     = extension.WebhookEventRefused
 )
 
 // EventPrefix is the family of every Event the ingress accepts.

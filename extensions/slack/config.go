@@ -12,18 +12,28 @@ import (
 	"github.com/open-conduit/open-conduit/extension/inproc"
 )
 
-// DefaultListen is where the ingress listens when it is on and names no
-// address: loopback (a reverse proxy or tunnel fronts it), one port above
-// the GitHub ingress's default so both can run with their defaults.
+// DefaultListen is the address a remedy offers for the deprecated
+// ingress.listen member (the last release's default; the webhook
+// listener's is 127.0.0.1:8787).
 const DefaultListen = "127.0.0.1:8788"
 
 // WarnIngressNotLoopback is the configuration warning of an ingress that
 // listens beyond loopback.
 const WarnIngressNotLoopback = "slack_ingress_not_loopback"
 
+// WarnIngressListenDeprecated is the configuration warning of an
+// ingress.listen member on loopback: the ingresses share the daemon's
+// webhook listener now, whose address is the top-level ingress.listen.
+// (Beyond loopback, WarnIngressNotLoopback says so too.)
+const WarnIngressListenDeprecated = "slack_ingress_listen_deprecated"
+
+// listenMoved is what a warning of the deprecated listen member says.
+const listenMoved = "ingress.listen is deprecated and goes in the next release: every ingress is served on the daemon's one webhook listener, so move the address to the top-level ingress.listen of the configuration (with allow_non_loopback there if it is not loopback); while that names no address, the listener listens here unless the GitHub ingress's names one"
+
 // Config is the extension's configuration (extensions.slack.config).
 type Config struct {
-	// Ingress is the Events API listener; absent: off.
+	// Ingress is the Events API ingress, served on the daemon's webhook
+	// listener; absent: off.
 	Ingress *IngressConfig `json:"ingress,omitempty"`
 	// Channels maps a channel id (C…, G…) to the scope its messages go
 	// to, and whose Work may read and answer in its threads.
@@ -35,10 +45,13 @@ type Config struct {
 
 // IngressConfig configures the Events API listener.
 type IngressConfig struct {
-	// Enabled turns the listener on (default off).
+	// Enabled turns the ingress on (default off).
 	Enabled bool `json:"enabled,omitempty"`
-	// Listen is host:port, the host an IP address or localhost
-	// (DefaultListen when empty).
+	// Listen is host:port, the host an IP address or localhost:
+	// deprecated, for one release. The ingress is served on the daemon's
+	// webhook listener, which listens here only while the configuration's
+	// top-level ingress.listen (and the GitHub ingress's own) names no
+	// address.
 	Listen string `json:"listen,omitempty"`
 	// AllowNonLoopback must be true for Listen to name an address other
 	// than loopback; such a configuration is warned about.
@@ -183,7 +196,9 @@ func inspect(c Config) extension.ConfigReport {
 		}
 		if in.Listen != "" && !loopback(in.Listen) {
 			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
-				Remedy: "the Slack ingress listens beyond loopback, so any machine that reaches this address can send it requests (each still needs Slack's signature); prefer 127.0.0.1 behind a reverse proxy or tunnel"})
+				Remedy: "the Slack ingress listens beyond loopback, so any machine that reaches this address can send it requests (each still needs Slack's signature); prefer 127.0.0.1 behind a reverse proxy or tunnel. " + listenMoved})
+		} else if in.Listen != "" {
+			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressListenDeprecated, Remedy: listenMoved})
 		}
 	}
 	if a := c.API; a != nil && a.Token != "" {

@@ -76,3 +76,13 @@ func TestConfig(t *testing.T) {
 		t.Fatal("AdmitsTrace does not follow the channels' claims")
 	}
 }
+
+// A listen member on loopback is accepted for one release and warned
+// about, the warning saying where the address goes now.
+func TestTheListenMemberIsDeprecated(t *testing.T) {
+	rep := (&Extension{}).InspectConfig(json.RawMessage(`{"ingress":{"enabled":true,"listen":"127.0.0.1:9123","signing_secret":"slack-signing"}}`))
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Code != WarnIngressListenDeprecated || rep.Warnings[0].Pointer != "/ingress/listen" ||
+		!strings.Contains(rep.Warnings[0].Remedy, "top-level ingress.listen") || strings.Contains(rep.Warnings[0].Remedy, "9123") {
+		t.Fatalf("warnings %v", rep.Warnings)
+	}
+}

@@ -1,6 +1,7 @@
 // Package slack is the first-party Slack extension. Its Events API ingress
-// is an HTTP listener, off unless its configuration turns it on, that
-// verifies every request's X-Slack-Signature (v0, HMAC-SHA256 of
+// (an extension.Webhook, off unless its configuration turns it on) is
+// served by the host at /slack/events on the daemon's one webhook
+// listener; the extension's part of each request (Read) verifies every request's X-Slack-Signature (v0, HMAC-SHA256 of
 // "v0:<timestamp>:<body>" under the signing secret, named in the
 // configuration and resolved by the host) and refuses a timestamp more
 // than five minutes from the injected clock, before it parses anything of

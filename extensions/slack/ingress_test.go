@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/webhook"
 )
 
 const (
@@ -85,17 +86,18 @@ func (h *fakeHost) events() []extension.IngressEvent {
 
 const ingressConfig = `{"ingress":{"enabled":true,"signing_secret":"slack-signing"},"channels":{"C0OPS":{"scope":"ops"}}}`
 
-// startIngress runs the ingress's handler and worker on a test server.
+// startIngress runs the ingress's endpoint, as the host serves it, and
+// its worker on a test server.
 func startIngress(t *testing.T, h *fakeHost, now func() time.Time) string {
 	t.Helper()
-	c, err := parseConfig(json.RawMessage(ingressConfig))
-	if err != nil {
-		t.Fatal(err)
+	spec, ok := (&Extension{Now: now}).Ingress().(extension.Webhook).Endpoint(json.RawMessage(ingressConfig))
+	if !ok {
+		t.Fatal("the ingress is off")
 	}
-	s := newServer(c, h, now, Options{})
+	s := webhook.NewEndpoint(spec, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); s.work(ctx) }()
+	go func() { defer close(done); s.Run(ctx) }()
 	srv := httptest.NewServer(s)
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 	return srv.URL

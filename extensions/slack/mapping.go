@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/open-conduit/open-conduit/extension"
 )
 
 // EventPrefix is the family of every Event the ingress accepts.
@@ -29,8 +31,9 @@ const (
 	reasonBotMessage       = "bot_message"
 	reasonMentionDuplicate = "mention_duplicate"
 	reasonUnclaimed        = "unclaimed"
-	reasonScopeUnavailable = "scope_unavailable"
-	reasonEventRefused     = "event_refused"
+	// The host's drops of what Accept refuses.
+	reasonScopeUnavailable = extension.WebhookScopeUnavailable
+	reasonEventRefused     = extension.WebhookEventRefused
 )
 
 var (

@@ -64,6 +64,7 @@ var (
 	_ inproc.Operator        = (*Extension)(nil)
 	_ inproc.Toolsetter      = (*Extension)(nil)
 	_ inproc.Playbooker      = (*Extension)(nil)
+	_ extension.Webhook      = ingress{}
 )
 
 func (*Extension) Name() string { return Name }
@@ -99,30 +100,37 @@ func (ingress) Source() string { return Source }
 // ingress cannot check timestamps and does not run.
 var errNoClock = errors.New("slack: the ingress has no clock")
 
-// Serve runs the Events API listener while ctx lasts, when the config
-// turns it on. With an api config it also lends the operations host,
-// through which they resolve the bot token, until ctx ends (so with the
-// listener off it returns only then): the token lives as long as this run
-// of the config, in memory only.
+// Serve lends the operations host, through which they resolve the bot
+// token, until ctx ends, when the config has an api; without one it
+// returns at once. The token lives as long as this run of the config, in
+// memory only. The Events API endpoint itself is served by the host
+// (Endpoint); registered without a clock, an ingress the config turns on
+// cannot check timestamps, and Serve says so.
 func (i ingress) Serve(ctx context.Context, raw json.RawMessage, host extension.IngressHost) error {
 	c, err := parseConfig(raw)
 	if err != nil {
 		return err
 	}
-	if c.API != nil {
-		run := i.ext.live.attach(host, c.API)
-		defer i.ext.live.detach(run)
-	}
-	if c.Ingress == nil || !c.Ingress.Enabled {
-		if c.API != nil {
-			<-ctx.Done()
-		}
-		return nil
-	}
-	if i.ext.Now == nil {
+	if c.Ingress != nil && c.Ingress.Enabled && i.ext.Now == nil {
 		return errNoClock
 	}
-	return serve(ctx, c, host, i.ext.Now, i.ext.Limits)
+	if c.API == nil {
+		return nil
+	}
+	run := i.ext.live.attach(host, c.API)
+	defer i.ext.live.detach(run)
+	<-ctx.Done()
+	return nil
+}
+
+// Endpoint is the Events API endpoint when the config turns the ingress
+// on (and the extension has a clock to check timestamps on).
+func (i ingress) Endpoint(raw json.RawMessage) (extension.WebhookEndpoint, bool) {
+	c, err := parseConfig(raw)
+	if err != nil || c.Ingress == nil || !c.Ingress.Enabled || i.ext.Now == nil {
+		return extension.WebhookEndpoint{}, false
+	}
+	return endpoint(c, i.ext.Now, i.ext.Limits), true
 }
 
 // AdmitsTrace admits a route trace of source slack.events in a scope some

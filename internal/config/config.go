@@ -19,6 +19,7 @@ const Version = 1
 type Config struct {
 	Version    int
 	Limits     Limits
+	Ingress    Ingress
 	Secrets    map[string]SecretRef // secret name -> reference
 	Extensions map[string]Extension // registration name -> entry
 	Scopes     map[string]*Scope    // scope id -> scope
@@ -36,6 +37,18 @@ type Limits struct {
 // DefaultLimits returns the limits of a configuration that names none.
 func DefaultLimits() Limits {
 	return Limits{CausalMaxDepth: 8, CausalPerMinute: 60, MaxRunning: 4, AttemptTimeout: time.Hour, Lease: 30 * time.Second}
+}
+
+// Ingress is the daemon's one webhook listener (the top-level ingress
+// member), on which every webhook ingress an extension's config turns on
+// is served at its own path. It listens only while one is on.
+type Ingress struct {
+	// Listen is host:port, the host an IP address or localhost; "" when
+	// the configuration names none (then an ingress's own deprecated
+	// listen member, else 127.0.0.1:8787).
+	Listen string
+	// AllowNonLoopback lets Listen name an address other than loopback.
+	AllowNonLoopback bool
 }
 
 // Extension is an extensions entry: whether the extension is enabled and

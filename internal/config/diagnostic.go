@@ -223,6 +223,7 @@ const (
 	placeUnknown place = iota // under a member the schema does not know
 	placeRoot
 	placeLimits
+	placeIngress
 	placeSecrets
 	placeExtensions
 	placeExtension
@@ -246,10 +247,11 @@ const (
 
 // fixedFields lists the members of each fixed-shape object and their place.
 var fixedFields = map[place]map[string]place{
-	placeRoot: {"version": placeLeaf, "limits": placeLimits, "secrets": placeSecrets,
+	placeRoot: {"version": placeLeaf, "limits": placeLimits, "ingress": placeIngress, "secrets": placeSecrets,
 		"extensions": placeExtensions, "scopes": placeScopes},
 	placeLimits: {"causal_max_depth": placeLeaf, "causal_per_minute": placeLeaf,
 		"max_running": placeLeaf, "attempt_timeout": placeLeaf, "lease": placeLeaf},
+	placeIngress:   {"listen": placeLeaf, "allow_non_loopback": placeLeaf},
 	placeExtension: {"enabled": placeLeaf, "scopes": placeList, "config": placeFree},
 	placeScope: {"parent": placeLeaf, "enabled": placeLeaf, "removed": placeLeaf,
 		"authorization": placeAuthorization, "bindings": placeBindings, "routes": placeRoutes},

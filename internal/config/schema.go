@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -38,6 +39,7 @@ type doc struct {
 	stop       bool // the version is one this release cannot read
 	version    int64
 	limits     Limits
+	ingress    Ingress
 	secrets    map[string]*docSecret
 	secretsOK  bool // absent or an object: references into it can be checked
 	extensions map[string]*docExtension
@@ -264,7 +266,7 @@ func (s *schema) operations(n *node) ([]item, bool) {
 	return out, ok
 }
 
-const rootFields = "version, limits, secrets, extensions and scopes"
+const rootFields = "version, limits, ingress, secrets, extensions and scopes"
 
 func (s *schema) readRoot(n *node, d *doc) {
 	if !s.object(n, "one JSON object, the configuration") {
@@ -291,6 +293,8 @@ func (s *schema) readRoot(n *node, d *doc) {
 		case "version":
 		case "limits":
 			s.readLimits(v, &d.limits)
+		case "ingress":
+			s.readIngress(v, &d.ingress)
 		case "secrets":
 			d.secretsOK = s.readSecrets(v, d.secrets)
 		case "extensions":
@@ -310,6 +314,59 @@ func lookup(n *node, name string) *node {
 		}
 	}
 	return nil
+}
+
+func (s *schema) readIngress(n *node, in *Ingress) {
+	if !s.object(n, "an object: the webhook listener's listen and allow_non_loopback") {
+		return
+	}
+	var listen *node
+	for _, m := range n.members {
+		v := m.value
+		switch m.name {
+		case "listen":
+			if x, ok := s.str(v); ok {
+				if !ValidListen(x) {
+					s.add(v.path(), CodeInvalidValue, "give host:port, the host an IP address or localhost and the port a number from 0 to 65535, such as 127.0.0.1:8787")
+				} else {
+					in.Listen, listen = x, v
+				}
+			}
+		case "allow_non_loopback":
+			if x, ok := s.boolean(v); ok {
+				in.AllowNonLoopback = x
+			}
+		default:
+			s.unknown(n, m.name, "listen and allow_non_loopback")
+		}
+	}
+	if listen != nil && !LoopbackListen(in.Listen) && !in.AllowNonLoopback {
+		s.add(listen.path(), CodeInvalidValue, "this address is not loopback, so the webhook listener would be reachable from other machines: listen on 127.0.0.1 behind a reverse proxy or tunnel, or set allow_non_loopback to true")
+	}
+}
+
+// ValidListen reports whether s is host:port, the host an IP address,
+// localhost or empty (every interface) and the port 0 to 65535.
+func ValidListen(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		return false
+	}
+	return host == "localhost" || host == "" || net.ParseIP(host) != nil
+}
+
+// LoopbackListen reports whether a valid listen address is loopback only.
+func LoopbackListen(s string) bool {
+	host, _, _ := net.SplitHostPort(s)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Bounds of the limits.
@@ -845,7 +902,7 @@ func (s *schema) readMatch(n *node, r *docRoute) {
 
 // config builds the public Config of a document that parsed cleanly.
 func (d *doc) config() *Config {
-	c := &Config{Version: int(d.version), Limits: d.limits,
+	c := &Config{Version: int(d.version), Limits: d.limits, Ingress: d.ingress,
 		Secrets: map[string]SecretRef{}, Extensions: map[string]Extension{}, Scopes: map[string]*Scope{}}
 	for name, sec := range d.secrets {
 		c.Secrets[name] = sec.ref

@@ -104,6 +104,9 @@ func (s *Snapshot) Config() *Config { return s.config }
 // Limits returns the configuration's limits.
 func (s *Snapshot) Limits() Limits { return s.config.Limits }
 
+// Ingress is the webhook listener the configuration names.
+func (s *Snapshot) Ingress() Ingress { return s.config.Ingress }
+
 // Scope returns a scope's effective authority.
 func (s *Snapshot) Scope(id string) (*EffectiveScope, bool) {
 	sc, ok := s.scopes[id]

@@ -49,7 +49,7 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 		is.add(nil, CodeInvalidJSON, "the configuration could not be encoded again: report this as a bug")
 		return nil, Result{Diagnostics: is.render(), Warnings: []Warning{}}
 	}
-	warnings := append(GrantWarnings(snap, reg), RouteWarnings(snap)...)
+	warnings := append(append(GrantWarnings(snap, reg), RouteWarnings(snap)...), IngressWarnings(snap)...)
 	return snap, Result{Diagnostics: []Diagnostic{}, Warnings: append(warnings, v.extWarnings...)}
 }
 

@@ -17,7 +17,20 @@ const (
 	// earlier version of a toolset one by one, but not the toolset, so it
 	// lacks what the toolset gained since.
 	WarnToolsetSpelledOut = "toolset_spelled_out"
+	// WarnIngressNotLoopback: the webhook listener listens beyond
+	// loopback (allowed by allow_non_loopback).
+	WarnIngressNotLoopback = "ingress_not_loopback"
 )
+
+// IngressWarnings reports a webhook listener beyond loopback.
+func IngressWarnings(s *Snapshot) []Warning {
+	in := s.Ingress()
+	if in.Listen == "" || LoopbackListen(in.Listen) {
+		return nil
+	}
+	return []Warning{{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
+		Message: "the webhook listener listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs its ingress's signature); prefer 127.0.0.1 behind a reverse proxy or tunnel"}}
+}
 
 // GrantWarnings reports, for every active scope of a snapshot, the grants
 // that probably do not say what the operator meant. It uses only names the

@@ -7,18 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
+	"github.com/open-conduit/open-conduit/internal/webhook"
 )
 
 // ingresses runs the registrations' ingresses: each while the active
 // generation enables its registration, with that generation's config, and
 // again when an apply changes it. Their Events are accepted through the
-// kernel with the registration's name as their source.
+// kernel with the registration's name as their source. A webhook ingress
+// (extension.Webhook) whose config turns it on is served at its path on
+// the one webhook listener, which listens while at least one is.
 type ingresses struct {
 	host     *toolbelt.Host
 	ctl      *kernel.Control
@@ -35,12 +39,33 @@ type ingresses struct {
 	base    context.Context
 	stopped bool
 	running map[string]*runningIngress
+	// hooks is the webhook listener (made at the first sync).
+	hooks *webhook.Listener
 }
 
 type runningIngress struct {
 	config []byte // its fingerprint
 	cancel context.CancelFunc
 	done   chan struct{}
+	// endpoint is its webhook endpoint (nil for none), listen the
+	// address its own config names for it (deprecated). Its worker
+	// outlives the daemon's context, so that what the listener still
+	// answers at shutdown is accepted, until stopWork; worked is closed
+	// when it ended.
+	endpoint *webhook.Endpoint
+	listen   string
+	stopWork context.CancelFunc
+	worked   chan struct{}
+}
+
+// end stops the ingress and its endpoint's worker, and waits for both.
+func (r *runningIngress) end() {
+	r.cancel()
+	<-r.done
+	if r.endpoint != nil {
+		r.stopWork()
+		<-r.worked
+	}
 }
 
 // start runs every enabled ingress under ctx; sync follows applies.
@@ -62,7 +87,11 @@ func (g *ingresses) sync() {
 	if g.running == nil {
 		g.running = map[string]*runningIngress{}
 	}
-	for _, reg := range g.host.Ingresses() {
+	if g.hooks == nil {
+		g.hooks = webhook.NewListener(g.log)
+	}
+	regs := g.host.Ingresses()
+	for _, reg := range regs {
 		enabled, cfg := g.host.IngressConfig(reg.Name)
 		fp := g.fingerprint(cfg)
 		cur := g.running[reg.Name]
@@ -70,8 +99,7 @@ func (g *ingresses) sync() {
 			continue
 		}
 		if cur != nil {
-			cur.cancel()
-			<-cur.done
+			cur.end()
 			delete(g.running, reg.Name)
 		}
 		if !enabled {
@@ -82,6 +110,16 @@ func (g *ingresses) sync() {
 		g.running[reg.Name] = r
 		log := g.log.With("ingress", reg.Name)
 		port := &ingressPort{g: g, reg: reg.Name, source: reg.Ingress.Source(), log: log}
+		if wh, ok := reg.Ingress.(extension.Webhook); ok {
+			if spec, on := wh.Endpoint(cfg); on {
+				workCtx, stopWork := context.WithCancel(context.WithoutCancel(g.base))
+				r.endpoint, r.listen, r.stopWork, r.worked = webhook.NewEndpoint(spec, port), spec.Listen, stopWork, make(chan struct{})
+				go func(e *webhook.Endpoint) {
+					defer close(r.worked)
+					e.Run(workCtx)
+				}(r.endpoint)
+			}
+		}
 		go func(ing extension.Ingress) {
 			defer close(r.done)
 			if err := ing.Serve(ctx, cfg, port); err != nil && ctx.Err() == nil {
@@ -90,6 +128,39 @@ func (g *ingresses) sync() {
 			}
 		}(reg.Ingress)
 	}
+	g.serveHooks(regs)
+}
+
+// serveHooks has the webhook listener serve the running endpoints, on
+// the address the active generation names; without one, on the first
+// (by registration name) that an ingress's own config names, a member
+// kept for one release; else on the default.
+func (g *ingresses) serveHooks(regs []extension.Registration) {
+	addr := g.cfg.Active().Ingress().Listen
+	var eps []*webhook.Endpoint
+	for _, reg := range regs {
+		r := g.running[reg.Name]
+		if r == nil || r.endpoint == nil {
+			continue
+		}
+		eps = append(eps, r.endpoint)
+		if addr == "" {
+			addr = r.listen
+		}
+	}
+	// Set logs a listen error with its address; the next apply tries
+	// again.
+	_ = g.hooks.Set(addr, eps)
+}
+
+// addr is where the webhook listener listens, nil when it does not.
+func (g *ingresses) addr() net.Addr {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.hooks == nil {
+		return nil
+	}
+	return g.hooks.Addr()
 }
 
 // fingerprint is what an ingress runs on: its config and the active
@@ -110,9 +181,13 @@ func (g *ingresses) stop() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stopped = true
+	// The listener answers what it is reading first, while the
+	// endpoints' workers still accept.
+	if g.hooks != nil {
+		g.hooks.Close()
+	}
 	for name, r := range g.running {
-		r.cancel()
-		<-r.done
+		r.end()
 		delete(g.running, name)
 	}
 	return nil
@@ -176,4 +251,13 @@ func (p *ingressPort) Secret(ctx context.Context, name string) (string, error) {
 		return "", errors.New(code)
 	}
 	return v, nil
+}
+
+// IngressAddr is where the webhook listener listens, nil when no webhook
+// ingress is on.
+func (d *Daemon) IngressAddr() net.Addr {
+	if d.ingress == nil {
+		return nil
+	}
+	return d.ingress.addr()
 }

@@ -94,6 +94,9 @@ var rules = map[string][]string{
 	// The egress proxy: a handler runs serves on each execution's
 	// egress.sock, recording into storage; its Policy is the daemon's.
 	"internal/egress": {"internal/clock", "internal/storage"},
+	// The one webhook listener: every webhook ingress at its path, and
+	// the plumbing around each ingress's own reading of a delivery.
+	"internal/webhook": {"extension", "internal/unixsock"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
 		"internal/ids", "internal/kernel", "internal/logfollow", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
@@ -103,7 +106,7 @@ var rules = map[string][]string{
 	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/egress", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/sandbox", "internal/executor/shell", "internal/ids", "internal/kernel",
 		"internal/management", "internal/metrics", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
-		"internal/toolbelt"},
+		"internal/toolbelt", "internal/webhook"},
 	// The daemon's adapter of storage to the introspection extension's
 	// port: the extension itself never knows the store.
 	"internal/daemon/introspectport": {"api", "extensions/introspection", "internal/storage", "internal/wire"},
@@ -180,6 +183,7 @@ var forbidden = map[string][]string{
 	"internal/httpapi":     {"database/sql"},
 	"internal/toolbeltapi": {"database/sql"},
 	"internal/configsvc":   {"net/http", "database/sql"},
+	"internal/webhook":     {"database/sql"},
 	"client":               {"database/sql"},
 	"osclient":             {"database/sql"},
 	"internal/tui":         {"database/sql", "net/http"},
