@@ -432,6 +432,10 @@ func (s *schema) readSecrets(n *node, out map[string]*docSecret) bool {
 		if !ok {
 			continue
 		}
+		if IsRedactedReference(text) {
+			s.add(m.value.path(), CodeInvalidSecretReference, "this is the redacted form `open-conduit config get` shows, and the active configuration has no reference of this scheme for this secret to keep: write the reference itself")
+			continue
+		}
 		ref, err := ParseSecretRef(text)
 		if err != nil {
 			s.add(m.value.path(), CodeInvalidSecretReference, err.(*SecretError).Message)

@@ -584,6 +584,10 @@ func (d *doc) redactSecrets(n *node) (string, bool) {
 	if n.kind != kindString || p == nil || p.parent != d.root || p.at.key != "secrets" {
 		return "", false
 	}
+	if IsRedactedReference(n.text) {
+		// Already the redacted form (a document read back from config get).
+		return n.text, true
+	}
 	ref, err := ParseSecretRef(n.text)
 	if err != nil {
 		return redactedMark, true

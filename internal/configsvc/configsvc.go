@@ -527,8 +527,10 @@ func invalidConfig(diags []config.Diagnostic) *Refusal {
 // before that commit keeps the old generation. Removing or reparenting a
 // scope with nonterminal Work is scope_in_use; a removed scope's id taken
 // by another scope while its Work is stored is scope_slot_taken. The OnApply hooks run after
-// the commit.
+// the commit. A secret written in the redacted form config get shows keeps
+// the active generation's reference (keepRedacted).
 func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
+	req.Config = s.keepRedacted(req.Config)
 	snap, res := s.Validate(req.Config)
 	if !res.Valid() {
 		return ApplyResult{}, invalidConfig(res.Diagnostics)

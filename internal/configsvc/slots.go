@@ -51,7 +51,7 @@ func checkSlots(ctx context.Context, rd storage.Reader, snap *config.Snapshot) (
 // scope (scope_slot_taken). The validate route answers through it, and
 // Apply refuses what it refuses.
 func (s *Service) ValidateStored(ctx context.Context, data []byte) (*config.Snapshot, config.Result, error) {
-	snap, res := s.Validate(data)
+	snap, res := s.Validate(s.keepRedacted(data))
 	if !res.Valid() {
 		return snap, res, nil
 	}

@@ -31,12 +31,12 @@ func newArtifactsListCmd(s Streams) *cobra.Command {
 		Short: "List artifacts, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Artifact], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Artifact], error) {
 				f.Page = lf.page()
 				return c.ListArtifacts(ctx, f)
 			}, []string{"ID", "NAME", "TYPE", "SIZE", "EXECUTION", "WORK", "CREATED"}, func(a client.Artifact) []string {
 				return []string{a.ID, a.Name, a.MediaType, itoa(a.Size), a.Execution, a.Work, when(a.CreatedAt)}
-			})
+			}, listExtra[client.Artifact]{wideHeader: []string{"SHA256"}, wideRow: func(a client.Artifact) []string { return []string{a.SHA256} }})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the artifacts of this Work")

@@ -18,9 +18,12 @@ func newConfigGetCmd(s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get",
 		Short: "Show the daemon's active configuration (secret references redacted)",
-		Long: `Show the active configuration generation: its number, its hash, who
-published it and when, then the normalized configuration, in which every
-secret reference reads <scheme>:<redacted>.`,
+		Long: `Print the active configuration document on standard output, indented, in
+which every secret reference reads <scheme>:<redacted>; its generation,
+hash, who published it and when go to standard error. The document applies
+back as it is: 'config get > f && config apply f' makes no generation, and
+an edited copy keeps each <scheme>:<redacted> secret's active reference.
+--json prints the API's answer instead: the document with that metadata.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, t, err := newClient(cmd)
@@ -34,19 +37,20 @@ secret reference reads <scheme>:<redacted>.`,
 			if wantJSON(cmd) {
 				return printRaw(s.Out, cfg.Raw)
 			}
-			if err := printLines(s.Out, [][]string{
-				{"generation", itoa(cfg.Generation)}, {"hash", cfg.Hash}, {"published by", cfg.Actor}, {"published", when(cfg.CreatedAt)},
-			}); err != nil {
-				return err
-			}
-			var pretty bytes.Buffer
-			if err := json.Indent(&pretty, cfg.Config, "", "  "); err != nil {
-				pretty.Write(cfg.Config)
-			}
-			fmt.Fprintf(s.Out, "\n%s\n", pretty.Bytes())
-			return nil
+			fmt.Fprintf(s.Err, "generation %d, hash %s, published by %s at %s\n", cfg.Generation, cfg.Hash, cfg.Actor, when(cfg.CreatedAt))
+			return printRaw(s.Out, prettyJSON(cfg.Config))
 		},
 	}
+}
+
+// prettyJSON indents a JSON document with two spaces (as it came when it
+// does not parse).
+func prettyJSON(doc []byte) []byte {
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, doc, "", "  "); err != nil {
+		return doc
+	}
+	return pretty.Bytes()
 }
 
 func newConfigValidateCmd(s Streams) *cobra.Command {

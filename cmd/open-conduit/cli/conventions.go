@@ -39,6 +39,7 @@ var examples = map[string]string{
 	"open-conduit config":             "open-conduit config check ./config.json\nopen-conduit config apply ./config.json",
 	"open-conduit config apply":       "open-conduit config apply ./config.json\nopen-conduit config apply ./config.json --expected-generation 4",
 	"open-conduit config check":       "open-conduit config check ./config.json --json",
+	"open-conduit config diff":        "open-conduit config diff ./config.json\nopen-conduit config get > config.json && open-conduit config diff config.json",
 	"open-conduit config get":         "open-conduit config get > config.json",
 	"open-conduit config set":         "open-conduit config set /scopes/ops/authorization/reads '[\"work\"]'",
 	"open-conduit config validate":    "open-conduit config validate ./config.json",

@@ -27,6 +27,14 @@ func newEventsCmd(s Streams) *cobra.Command {
 // indents each type by the Event's depth.
 var eventHeader = []string{"SEQ", "ID", "TYPE", "SOURCE", "SCOPE", "KEY", "ACCEPTED"}
 
+// eventWideHeader and eventWideRow are the columns -o wide adds to events
+// list and chain.
+var eventWideHeader = []string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}
+
+func eventWideRow(e client.Event) []string {
+	return []string{or(e.Work, "-"), or(e.Execution, "-"), or(e.Actor, "-"), or(e.Parent, "-"), itoa(int64(e.Depth))}
+}
+
 func eventRow(indent bool) func(client.Event) []string {
 	return func(e client.Event) []string {
 		typ := e.Type
@@ -48,9 +56,7 @@ func newEventsListCmd(s Streams) *cobra.Command {
 			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
 				f.Page = lf.page()
 				return c.ListEvents(ctx, f)
-			}, eventHeader, eventRow(false), listExtra[client.Event]{[]string{"WORK", "EXECUTION", "ACTOR", "PARENT", "DEPTH"}, func(e client.Event) []string {
-				return []string{or(e.Work, "-"), or(e.Execution, "-"), or(e.Actor, "-"), or(e.Parent, "-"), itoa(int64(e.Depth))}
-			}, func(e client.Event) time.Time { return e.AcceptedAt }})
+			}, eventHeader, eventRow(false), listExtra[client.Event]{eventWideHeader, eventWideRow, func(e client.Event) time.Time { return e.AcceptedAt }, nil})
 		},
 	}
 	fl := cmd.Flags()
@@ -102,9 +108,9 @@ Event derived from that root, in the order they were accepted, each
 indented by its depth (its parent is the nearest less indented Event above).`,
 		Args: oneArg("Event ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.Event], error) {
 				return c.EventChain(ctx, args[0], lf.page())
-			}, eventHeader, eventRow(true))
+			}, eventHeader, eventRow(true), listExtra[client.Event]{wideHeader: eventWideHeader, wideRow: eventWideRow})
 		},
 	}
 	lf.add(cmd)

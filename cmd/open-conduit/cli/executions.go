@@ -40,7 +40,7 @@ func newExecutionsListCmd(s Streams) *cobra.Command {
 				return []string{e.ID, e.Work, e.Scope, e.State, or(e.Result, "-"), exitCode(e), itoa(e.Epoch), when(e.CreatedAt)}
 			}, listExtra[client.Execution]{[]string{"BINDING", "EXECUTOR", "GENERATION", "DEADLINE", "UPDATED"}, func(e client.Execution) []string {
 				return []string{e.Binding, e.Executor, itoa(e.Generation), when(e.Deadline), when(e.UpdatedAt)}
-			}, func(e client.Execution) time.Time { return e.CreatedAt }})
+			}, func(e client.Execution) time.Time { return e.CreatedAt }, nil})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the attempts of this Work")

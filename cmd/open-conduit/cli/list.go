@@ -25,23 +25,30 @@ func runList[T any](cmd *cobra.Command, s Streams, fetch func(*client.Client, co
 	return runListWide(cmd, s, fetch, header, row, listExtra[T]{})
 }
 
-// listExtra is what a main list (work, events, executions, waits) adds:
-// the columns of -o wide, and when an item was made, for --since.
+// listExtra is what a main list (work, events, executions, waits, runs)
+// adds: the columns of -o wide, when an item was made, for --since and
+// --all, and, for --watch, an item's version.
 type listExtra[T any] struct {
 	wideHeader []string
 	wideRow    func(T) []string
 	created    func(T) time.Time
+	// version is what --watch compares to see that an item changed (its
+	// JSON when nil); a value the daemon recomputes at each read (a
+	// running attempt's duration) is left out of it.
+	version func(T) string
 }
 
 // runListWide is runList with a main list's extras. With --all it follows
 // the cursors to the end of the listing; with --since it reads newest
 // first until an item older than that (and prints them in the order asked,
 // --reverse oldest first). Either prints one table, or with --json one
-// {"items"} object, and no cursor.
+// {"items"} object, and no cursor. With --watch it then goes on printing
+// each item that appears or changes (watchList).
 func runListWide[T any](cmd *cobra.Command, s Streams, fetch func(*client.Client, context.Context) (*client.List[T], error), header []string, row func(T) []string,
 	extra listExtra[T]) error {
 	out, _ := outputFormat(cmd)
 	all, _ := cmd.Flags().GetBool("all")
+	watch, _ := cmd.Flags().GetBool("watch")
 	since, err := sinceFlag(cmd, time.Now())
 	if err != nil {
 		return err
@@ -60,39 +67,80 @@ func runListWide[T any](cmd *cobra.Command, s Streams, fetch func(*client.Client
 			return clientFailure(err, t)
 		}
 	}
-	if wantJSON(cmd) {
+	raws, err := listItems(list)
+	if err != nil {
+		return err
+	}
+	p := listPrinter[T]{s: s, out: out, json: wantJSON(cmd), header: header, row: row}
+	if out == "wide" && extra.wideRow != nil {
+		p.header = append(append([]string(nil), header...), extra.wideHeader...)
+		p.wideRow = extra.wideRow
+	}
+	if watch {
+		if err := p.print(list.Items, raws, true); err != nil {
+			return err
+		}
+		reverse, _ := cmd.Flags().GetBool("reverse")
+		return watchList(cmd, c, t, fetch, p, list.Items, raws, extra, since, reverse && !all && since.IsZero())
+	}
+	if p.json {
 		return printRaw(s.Out, list.Raw)
 	}
-	wideHeader, wideRow := extra.wideHeader, extra.wideRow
-	if out == "name" {
-		var page struct{ Items []json.RawMessage }
-		if err := json.Unmarshal(list.Raw, &page); err != nil {
-			return failf("the daemon's list is not JSON: %v", err)
-		}
-		for i, raw := range page.Items {
-			fmt.Fprintln(s.Out, itemName(raw, row(list.Items[i])))
-		}
-		printNext(s, cmd, list.NextCursor)
-		return nil
-	}
-	wide := out == "wide" && wideRow != nil
-	rows := make([][]string, 0, len(list.Items)+1)
-	if wide {
-		header = append(append([]string(nil), header...), wideHeader...)
-	}
-	rows = append(rows, header)
-	for _, item := range list.Items {
-		r := row(item)
-		if wide {
-			r = append(r, wideRow(item)...)
-		}
-		rows = append(rows, r)
-	}
-	if err := printLines(s.Out, rows); err != nil {
+	if err := p.print(list.Items, raws, true); err != nil {
 		return err
 	}
 	printNext(s, cmd, list.NextCursor)
 	return nil
+}
+
+// listItems is each item of a list as the API sent it.
+func listItems[T any](list *client.List[T]) ([]json.RawMessage, error) {
+	var page struct{ Items []json.RawMessage }
+	if err := json.Unmarshal(list.Raw, &page); err != nil || len(page.Items) != len(list.Items) {
+		return nil, failf("the daemon's list is not the JSON it should be")
+	}
+	return page.Items, nil
+}
+
+// listPrinter prints a list's items as the command's output asks: a table
+// (with the wide columns for -o wide), one id per line for -o name, or,
+// for --watch --json, one item's JSON per line.
+type listPrinter[T any] struct {
+	s       Streams
+	out     string
+	json    bool
+	header  []string
+	row     func(T) []string
+	wideRow func(T) []string
+}
+
+func (p listPrinter[T]) print(items []T, raws []json.RawMessage, withHeader bool) error {
+	switch {
+	case p.json:
+		for _, raw := range raws {
+			if err := printRaw(p.s.Out, compactJSON(raw)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case p.out == "name":
+		for i, raw := range raws {
+			fmt.Fprintln(p.s.Out, itemName(raw, p.row(items[i])))
+		}
+		return nil
+	}
+	rows := make([][]string, 0, len(items)+1)
+	if withHeader {
+		rows = append(rows, p.header)
+	}
+	for _, item := range items {
+		r := p.row(item)
+		if p.wideRow != nil {
+			r = append(r, p.wideRow(item)...)
+		}
+		rows = append(rows, r)
+	}
+	return printLines(p.s.Out, rows)
 }
 
 // followList reads the pages after first to the end of the listing (or,
@@ -187,6 +235,7 @@ func (f *listFlags) addMain(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.reverse, "reverse", false, "oldest first (the default is newest first)")
 	cmd.Flags().BoolVar(&f.all, "all", false, "follow the cursors to the end of the listing and print it whole")
 	cmd.Flags().StringVar(&f.since, "since", "", "only those made since then: a duration back from now (90m, 24h) or a time (2026-01-02T15:04:05Z); reads every page back to then")
+	addWatchFlag(cmd)
 }
 
 func (f *listFlags) page() client.Page {

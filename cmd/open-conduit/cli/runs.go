@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -42,6 +43,15 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&rf.f.State, "state", "", "only attempts in this state (running, parked, stopping, finished) or with this result (succeeded, failed, cancelled, lost)")
 	cmd.Flags().StringVar(&rf.since, "since", "", "only attempts started since then: a duration back from now (90m, 24h) or a time (2026-01-02T15:04:05Z)")
 	rf.lf.add(cmd)
+	addWatchFlag(cmd)
+}
+
+// runVersion is what --watch compares of a run: all but its duration,
+// which the daemon counts again at each read while the attempt runs.
+func runVersion(r client.Run) string {
+	r.DurationMS = 0
+	b, _ := json.Marshal(r)
+	return string(b)
 }
 
 // filter is the filter the flags say, with --since read against now.
@@ -92,19 +102,26 @@ Examples:
 			fetch := func(c *client.Client, ctx context.Context) (*client.List[client.Run], error) {
 				return c.ListRuns(ctx, f)
 			}
+			extra := listExtra[client.Run]{version: runVersion}
 			if wide {
-				return runList(cmd, s, fetch, []string{"EXECUTION", "WORK", "SCOPE", "BINDING", "EXECUTOR", "TRIGGER", "TRIGGER TYPE", "STATE", "RESULT", "EXIT", "DURATION", "USAGE", "STARTED", "OUTCOME"},
+				return runListWide(cmd, s, fetch, []string{"EXECUTION", "WORK", "SCOPE", "BINDING", "EXECUTOR", "TRIGGER", "TRIGGER TYPE", "STATE", "RESULT", "EXIT", "DURATION", "USAGE", "STARTED", "OUTCOME"},
 					func(r client.Run) []string {
 						e := client.Execution{Execution: r.Execution}
 						return []string{e.ID, e.Work, e.Scope, e.Binding, e.Executor, r.TriggerEvent, or(r.TriggerType, "-"), e.State, or(e.Result, "-"), exitCode(e),
 							duration(r.DurationMS), runUsage(r), when(e.CreatedAt), or(oneLine(r.Outcome), "-")}
-					})
+					}, extra)
 			}
-			return runList(cmd, s, fetch, []string{"EXECUTION", "WORK", "BINDING", "TRIGGER", "RESULT", "EXIT", "DURATION", "STARTED"},
+			// -o wide adds what runs table has besides runs list's columns.
+			extra.wideHeader = []string{"SCOPE", "EXECUTOR", "TRIGGER TYPE", "STATE", "USAGE", "OUTCOME"}
+			extra.wideRow = func(r client.Run) []string {
+				e := r.Execution
+				return []string{e.Scope, e.Executor, or(r.TriggerType, "-"), e.State, runUsage(r), or(oneLine(r.Outcome), "-")}
+			}
+			return runListWide(cmd, s, fetch, []string{"EXECUTION", "WORK", "BINDING", "TRIGGER", "RESULT", "EXIT", "DURATION", "STARTED"},
 				func(r client.Run) []string {
 					e := client.Execution{Execution: r.Execution}
 					return []string{e.ID, e.Work, e.Binding, r.TriggerEvent, runResult(r), exitCode(e), duration(r.DurationMS), when(e.CreatedAt)}
-				})
+				}, extra)
 		},
 	}
 	rf.add(cmd)

@@ -34,7 +34,7 @@ the binding's playbook declares in the generation the execution is pinned to
 (the configuration changed under the playbook since).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.ToolbeltCall], error) {
+			return runListWide(cmd, s, func(c *client.Client, ctx context.Context) (*client.List[client.ToolbeltCall], error) {
 				f.Page = lf.page()
 				return c.ToolbeltCalls(ctx, f)
 			}, []string{"AT", "KIND", "OPERATION", "EXECUTION", "EPOCH", "RESULT", "GATE", "REFUSAL"}, func(call client.ToolbeltCall) []string {
@@ -43,7 +43,9 @@ the binding's playbook declares in the generation the execution is pinned to
 					result += " (replayed)"
 				}
 				return []string{when(call.At), call.Kind, or(call.Operation, "-"), or(call.Execution, "-"), itoa(call.Epoch), result, or(call.Gate, "-"), or(call.Refusal, "-")}
-			})
+			}, listExtra[client.ToolbeltCall]{wideHeader: []string{"ID", "TOKEN ID"}, wideRow: func(call client.ToolbeltCall) []string {
+				return []string{call.ID, or(call.TokenID, "-")}
+			}})
 		},
 	}
 	cmd.Flags().StringVar(&f.Execution, "execution", "", "only the calls of this execution")

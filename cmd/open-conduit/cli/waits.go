@@ -37,7 +37,7 @@ func newWaitsListCmd(s Streams, use string) *cobra.Command {
 				return []string{w.ID, w.Work, w.State, joinOr(w.Types, "any"), keys, when(w.TimeoutAt), when(w.CreatedAt)}
 			}, listExtra[client.Wait]{[]string{"SCOPE", "EXECUTION", "SATISFIED BY"}, func(w client.Wait) []string {
 				return []string{w.Scope, or(w.Execution, "-"), or(w.SatisfiedBy, "-")}
-			}, func(w client.Wait) time.Time { return w.CreatedAt }})
+			}, func(w client.Wait) time.Time { return w.CreatedAt }, nil})
 		},
 	}
 	cmd.Flags().StringVar(&f.Work, "work", "", "only the waits of this Work")

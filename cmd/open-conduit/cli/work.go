@@ -61,7 +61,7 @@ func newWorkListCmd(s Streams) *cobra.Command {
 				return []string{w.ID, w.Scope, w.Binding, w.State, or(w.BlockedReason, "-"), itoa(int64(w.Attempts)), when(w.CreatedAt)}
 			}, listExtra[client.Work]{[]string{"WAITING ON", "PARENT", "INPUTS", "CREATED EVENT", "UPDATED"}, func(w client.Work) []string {
 				return []string{or(w.WaitReason, "-"), or(w.Parent, "-"), itoa(w.InputCount), w.CreatedEvent, when(w.UpdatedAt)}
-			}, func(w client.Work) time.Time { return w.CreatedAt }})
+			}, func(w client.Work) time.Time { return w.CreatedAt }, nil})
 		},
 	}
 	cmd.Flags().StringVar(&f.Scope, "scope", "", "only Work of this scope")
