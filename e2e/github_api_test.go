@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -285,9 +283,6 @@ func TestGitHubExtensionEndToEnd(t *testing.T) {
 	// Canary: no webhook secret, App key, installation token or execution
 	// token in a response, a log line, the database or any file the test
 	// run left (artifacts, run and control directories).
-	for _, p := range []string{"/v1/config", "/v1/events?limit=500", "/v1/work", "/v1/toolbelt/calls?limit=500", "/v1/waits", "/v1/executions?work=" + w1} {
-		responses = append(responses, string(e.must("GET", p, nil, nil, nil).Body))
-	}
 	keyLines := strings.Split(strings.TrimSpace(fake.KeyPEM), "\n")
 	canaries := map[string]string{"the webhook secret": ghSecret, "the App's key": keyLines[len(keyLines)/2], "an installation token": ghtest.TokenPrefix}
 	if toks := fake.Tokens(); len(toks) == 0 {
@@ -296,38 +291,7 @@ func TestGitHubExtensionEndToEnd(t *testing.T) {
 	for i, tok := range execTokens {
 		canaries[fmt.Sprintf("execution token %d", i)] = tok
 	}
-	for what, c := range canaries {
-		for _, r := range responses {
-			if strings.Contains(r, c) {
-				t.Fatalf("a response carries %s: %s", what, r)
-			}
-		}
-		if strings.Contains(e.allLogs(), c) {
-			t.Fatalf("the logs carry %s", what)
-		}
-	}
-	err := filepath.WalkDir(e.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		// A live execution's own token file is where the token belongs.
-		if filepath.Base(filepath.Dir(path)) == "token" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for what, c := range canaries {
-			if bytes.Contains(b, []byte(c)) {
-				t.Errorf("%s holds %s", path, what)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.noSecrets(canaries, responses, "/v1/config", "/v1/events?limit=500", "/v1/work", "/v1/toolbelt/calls?limit=500", "/v1/waits", "/v1/executions?work="+w1)
 }
 
 // The offline config check knows the GitHub playbooks and what they use: a

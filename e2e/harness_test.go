@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,4 +294,55 @@ func groupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// noSecrets is the canary search of an extension's end-to-end test: no
+// canary (by what it is) in a response the test kept, in the responses to
+// paths it reads now, in a daemon log line, or in any file under the
+// env's root (the database, artifacts, run and control directories) but a
+// live execution's own token file, where the token belongs. It returns
+// the logs it searched.
+func (e *env) noSecrets(canaries map[string]string, responses []string, paths ...string) string {
+	e.t.Helper()
+	for _, p := range paths {
+		responses = append(responses, string(e.must("GET", p, nil, nil, nil).Body))
+	}
+	logs := e.allLogs()
+	for what, c := range canaries {
+		for _, r := range responses {
+			if strings.Contains(r, c) {
+				e.t.Fatalf("a response carries %s: %s", what, r)
+			}
+		}
+		if strings.Contains(logs, c) {
+			e.t.Fatalf("the logs carry %s", what)
+		}
+	}
+	files := 0
+	err := filepath.WalkDir(e.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if filepath.Base(filepath.Dir(path)) == "token" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for what, c := range canaries {
+			if bytes.Contains(b, []byte(c)) {
+				e.t.Errorf("%s holds %s", path, what)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if files == 0 {
+		e.t.Fatal("the canary search found no file to search")
+	}
+	return logs
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -265,47 +264,13 @@ func TestSlackExtensionEndToEnd(t *testing.T) {
 
 	// Canary: no signing secret, bot token or execution token in a
 	// response, a log line, the database or any file the run left.
-	for _, p := range []string{"/v1/config", "/v1/events?limit=500", "/v1/work", "/v1/toolbelt/calls?limit=500", "/v1/waits", "/v1/executions?work=" + w1, "/v1/scopes/ops"} {
-		responses = append(responses, string(e.must("GET", p, nil, nil, nil).Body))
-	}
 	canaries := map[string]string{"the signing secret": slackSigning, "the bot token": slackBot}
 	for i, tok := range execTokens {
 		canaries[fmt.Sprintf("execution token %d", i)] = tok
 	}
-	logs := e.allLogs()
-	for what, c := range canaries {
-		for _, r := range responses {
-			if strings.Contains(r, c) {
-				t.Fatalf("a response carries %s: %s", what, r)
-			}
-		}
-		if strings.Contains(logs, c) {
-			t.Fatalf("the logs carry %s", what)
-		}
-	}
+	logs := e.noSecrets(canaries, responses, "/v1/config", "/v1/events?limit=500", "/v1/work", "/v1/toolbelt/calls?limit=500", "/v1/waits", "/v1/executions?work="+w1, "/v1/scopes/ops")
 	if !strings.Contains(logs, "signature_mismatch") || !strings.Contains(logs, "timestamp_stale") || !strings.Contains(logs, "unclaimed") {
 		t.Fatalf("the refusals and the drop are not logged with their reasons:\n%s", logs)
-	}
-	err := filepath.WalkDir(e.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		if filepath.Base(filepath.Dir(path)) == "token" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for what, c := range canaries {
-			if bytes.Contains(b, []byte(c)) {
-				t.Errorf("%s holds %s", path, what)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
