@@ -135,6 +135,11 @@ func New(socketPath string, token TokenSource) *Client {
 // Socket is the socket path the client dials.
 func (c *Client) Socket() string { return c.socket }
 
+// CloseIdleConnections closes the client's connections to the daemon that
+// carry no request now. A program that makes a client for one request
+// and drops it calls it, so that no connection outlives the client.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
 // RequestOptions are per-request options.
 type RequestOptions struct {
 	// IdempotencyKey is sent as Idempotency-Key. Methods whose route

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
@@ -156,5 +158,45 @@ func TestNoRedirectsNoProxyHostLocalhost(t *testing.T) {
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != 502 || ae.Code != "unexpected_response" || strings.Contains(ae.Message, "upstream text") {
 		t.Fatalf("non-envelope error: %#v", err)
+	}
+}
+
+// TestCloseIdleConnections: a client's kept-alive connection is closed by
+// CloseIdleConnections, so a client made for one request leaves nothing
+// open behind it.
+func TestCloseIdleConnections(t *testing.T) {
+	sock := filepath.Join(mgmttest.NewStateDir(t), "fake.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{}, 1)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"status":"ok"}`)
+		}),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				closed <- struct{}{}
+			}
+		},
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c := client.New(sock, client.StaticToken("t"))
+	if _, err := c.Do(t.Context(), "GET", "/v1/health", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+		t.Fatal("the connection closed before CloseIdleConnections")
+	default:
+	}
+	c.CloseIdleConnections()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the idle connection was never closed")
 	}
 }

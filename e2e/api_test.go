@@ -58,7 +58,9 @@ func (e *env) do(method, path string, body any, opts *client.RequestOptions, out
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	resp, err := e.client().Do(ctx, method, path, body, opts)
+	c := e.client()
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(ctx, method, path, body, opts)
 	if err == nil && out != nil && len(resp.Body) > 0 {
 		if jerr := json.Unmarshal(resp.Body, out); jerr != nil {
 			e.t.Fatalf("%s %s answered %s: %v", method, path, resp.Body, jerr)
