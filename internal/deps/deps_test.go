@@ -75,6 +75,12 @@ var rules = map[string][]string{
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
 
+	// Installed packages: the Go SDK a package is written on (the public
+	// contracts only), and the host's side of the extension protocol, the
+	// runtime of protocol packages, which speaks the SDK's wire types.
+	"extension/pkg":              {"extension"},
+	"internal/packages/pkgproto": {"extension", "extension/pkg", "internal/clock", "internal/executor", "internal/packages"},
+
 	// The kernel, the toolbelt above it, the scheduler above both. Wire
 	// converts storage's records and the kernel's results into api's types
 	// for every layer above it that answers in them.
