@@ -37,15 +37,23 @@ func pyecho(t *testing.T) packages.Installed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, packages.ManifestFile))
+	ins, err := pyechoAt(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ins
+}
+
+func pyechoAt(dir string) (packages.Installed, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, packages.ManifestFile))
+	if err != nil {
+		return packages.Installed{}, err
+	}
 	var m packages.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
+		return packages.Installed{}, err
 	}
-	return packages.Installed{Manifest: m, Dir: dir, Digest: "sha256:test", Accepted: m.Permissions}
+	return packages.Installed{Manifest: m, Dir: dir, Digest: "sha256:test", Accepted: m.Permissions}, nil
 }
 
 // timers is a fake of Options.After: nothing fires until the test fires

@@ -62,7 +62,7 @@ func TestPythonPackageOperationCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]string
+	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil || got["echo"] != "hello" || got["request_id"] != "r-1" {
 		t.Fatalf("output = %s (%v)", out, err)
 	}

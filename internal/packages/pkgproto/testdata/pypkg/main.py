@@ -3,8 +3,9 @@
 with Python's standard library only.
 
 It serves:
-  - operation.call for pyecho.echo: answers {"echo": text}; refuses with the
-    operation error "refused" when the input says "refuse": true;
+  - operation.call for pyecho.echo: answers {"echo": text, "pid": its
+    process id}; refuses with the operation error "refused" when the input
+    says "refuse": true;
   - operation.gate: decides by the operation's name, from its own config
     (extensions.pyecho.config): names listed in "park" are parked on a wait
     plan, in "refuse" refused with the operation error "not_allowed", in
@@ -84,7 +85,7 @@ def echo(mid, params):
         operation_error(mid, "refused", "the input asked to be refused")
         return
     auth = params.get("authority") or {}
-    answer(mid, {"output": {"echo": inp.get("text", ""), "request_id": auth.get("request_id", "")}})
+    answer(mid, {"output": {"echo": inp.get("text", ""), "request_id": auth.get("request_id", ""), "pid": os.getpid()}})
 
 
 def gate(mid, params):
