@@ -61,30 +61,47 @@ func pyechoAt(dir string) (packages.Installed, error) {
 type timers struct {
 	mu      sync.Mutex
 	pending []*timer
+	set     int
 }
 
 type timer struct {
-	d  time.Duration
-	ch chan time.Time
+	d   time.Duration
+	seq int
+	ch  chan time.Time
 }
 
 func (f *timers) After(d time.Duration) <-chan time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	tm := &timer{d: d, ch: make(chan time.Time, 1)}
+	f.set++
+	tm := &timer{d: d, seq: f.set, ch: make(chan time.Time, 1)}
 	f.pending = append(f.pending, tm)
 	return tm.ch
+}
+
+// mark is how many timers have been set so far.
+func (f *timers) mark() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.set
 }
 
 // fire fires the oldest pending timer of duration d, waiting (within a
 // generous bound) for one to be set.
 func (f *timers) fire(t *testing.T, d time.Duration) {
 	t.Helper()
+	f.fireSince(t, d, 0)
+}
+
+// fireSince fires the oldest pending timer of duration d set after mark,
+// waiting (within a generous bound) for one to be set.
+func (f *timers) fireSince(t *testing.T, d time.Duration, mark int) {
+	t.Helper()
 	eventually(t, "a timer of "+d.String(), func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for k, tm := range f.pending {
-			if tm.d == d {
+			if tm.d == d && tm.seq > mark {
 				f.pending = append(f.pending[:k], f.pending[k+1:]...)
 				tm.ch <- time.Time{}
 				return true

@@ -87,7 +87,7 @@ func TestPythonPackageConfigCheck(t *testing.T) {
 	}
 }
 
-const gateConfig = `{"park":["other.park"],"refuse":["other.refuse"],"hang":["other.hang"],"crash":["other.crash"]}`
+const gateConfig = `{"park":["other.park"],"refuse":["other.refuse"],"hang":["other.hang"],"crash":["other.crash"],"garble":["other.garble"]}`
 
 func gateReq(op string) extension.GateRequest {
 	return extension.GateRequest{Authority: auth(op, gateConfig), Operation: op, Input: json.RawMessage(`{}`)}
@@ -323,5 +323,63 @@ func TestUnacceptedPermissionsGrantNothing(t *testing.T) {
 	}
 	if len(inst.Registration().Operations) != 1 {
 		t.Fatal("the operation needs no permission and is registered")
+	}
+}
+
+// A package that writes a line that is not a message broke the protocol:
+// its call fails closed, and its process is killed and restarted.
+func TestProtocolViolationRestartsThePackage(t *testing.T) {
+	needPython(t)
+	h := newHarness()
+	inst := h.start(t, pyecho(t))
+	gate := inst.Registration().Gate
+	_, err := gate.Check(context.Background(), gateReq("other.garble"))
+	var ue *pkgproto.UnavailableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("the garbled gate answered %v (%T)", err, err)
+	}
+	eventually(t, "the restart's backoff", func() bool { return h.timers.has(backoff) })
+	if hl := inst.Health(); hl.State != pkgproto.StateRestarting || !strings.Contains(hl.LastError, "broke the protocol") {
+		t.Fatalf("health = %+v", hl)
+	}
+	h.timers.fire(t, backoff)
+	eventually(t, "the restart", func() bool { return inst.Health().State == pkgproto.StateRunning })
+	if strings.Contains(h.log.String(), "this line is not a message") {
+		t.Fatal("the package's line reached the log")
+	}
+}
+
+// The package's stderr is kept bounded, in memory and in its rotated log
+// file.
+func TestStderrIsBounded(t *testing.T) {
+	needPython(t)
+	logs := t.TempDir()
+	rt := pkgproto.NewRuntime(pkgproto.Options{StderrLimit: 64, LogDir: logs})
+	inst, err := rt.Start(context.Background(), pyecho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
+	// The executor's command writes to the package's stderr; each run's
+	// lines are read before the next run writes, so the second overflows
+	// the file and rotates it.
+	for _, run := range []string{"first", "second"} {
+		req := executor.RunRequest{ExecutionID: "exe_1", Dir: t.TempDir(),
+			Config: json.RawMessage(`{"argv":["sh","-c","for i in 1 2 3 4 5 6 7 8 9 10; do echo line-$i-of-the-` + run + `-command; done"]}`)}
+		if res, err := inst.Executors()[0].Run(context.Background(), req); err != nil || res.Outcome != executor.Succeeded {
+			t.Fatalf("run = %+v, %v", res, err)
+		}
+		eventually(t, "the last line in the tail", func() bool {
+			return strings.HasSuffix(string(inst.(*pkgproto.Instance).Stderr()), "line-10-of-the-"+run+"-command\n")
+		})
+	}
+	if tail := inst.(*pkgproto.Instance).Stderr(); len(tail) > 64 {
+		t.Fatalf("the tail holds %d bytes", len(tail))
+	}
+	for _, name := range []string{"pyecho.log", "pyecho.log.1"} {
+		st, err := os.Stat(filepath.Join(logs, name))
+		if err != nil || st.Size() > 64 || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, %v", name, st, err)
+		}
 	}
 }

@@ -411,6 +411,10 @@ func newStderrLog(dir, name string, limit int) (*stderrLog, error) {
 func (l *stderrLog) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	n := len(b)
+	if len(b) > l.limit {
+		b = b[len(b)-l.limit:]
+	}
 	l.tail = append(l.tail, b...)
 	if over := len(l.tail) - l.limit; over > 0 {
 		l.tail = append(l.tail[:0:0], l.tail[over:]...)
@@ -422,14 +426,14 @@ func (l *stderrLog) Write(b []byte) (int, error) {
 			f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 			if err != nil {
 				l.f = nil
-				return len(b), nil
+				return n, nil
 			}
 			l.f, l.size = f, 0
 		}
-		n, _ := l.f.Write(b)
-		l.size += n
+		w, _ := l.f.Write(b)
+		l.size += w
 	}
-	return len(b), nil
+	return n, nil
 }
 
 // Tail is a copy of the newest bytes kept.

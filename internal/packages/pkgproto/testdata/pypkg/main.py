@@ -10,8 +10,9 @@ It serves:
     (extensions.pyecho.config): names listed in "park" are parked on a wait
     plan, in "refuse" refused with the operation error "not_allowed", in
     "hang" never answered (so the host times out), in "crash" answered by
-    the process exiting; every other call is allowed;
-  - config.check: the config has only those four members, each a list of
+    the process exiting, in "garble" answered by a line that is not a
+    message; every other call is allowed;
+  - config.check: the config has only those five members, each a list of
     strings;
   - executor.run / stop / recover for the executor "cmd": runs the binding's
     config "argv" in the execution's directory with the binding's env, the
@@ -28,7 +29,7 @@ import time
 NAME = "pyecho"
 VERSION = "1.0.0"
 PROTOCOL = os.environ.get("PYECHO_PROTOCOL", "1")
-GATE_LISTS = ("park", "refuse", "hang", "crash")
+GATE_LISTS = ("park", "refuse", "hang", "crash", "garble")
 # A stubborn package ignores shutdown, the end of its input and SIGTERM,
 # so that the host has to kill it.
 STUBBORN = os.environ.get("PYECHO_STUBBORN") == "1"
@@ -95,6 +96,11 @@ def gate(mid, params):
     if op in cfg.get("crash", []):
         log("crashing on the gate call, as configured")
         os._exit(3)
+    if op in cfg.get("garble", []):
+        with out_lock:
+            sys.stdout.write("this line is not a message\n")
+            sys.stdout.flush()
+        return
     if op in cfg.get("hang", []):
         log("not answering the gate call, as configured")
         return
@@ -122,7 +128,7 @@ def check_config(mid, params):
         for key, value in cfg.items():
             if key not in GATE_LISTS:
                 problems.append({"pointer": "/" + key, "code": "unknown_field",
-                                 "remedy": "the config's members are park, refuse, hang and crash"})
+                                 "remedy": "the config's members are park, refuse, hang, crash and garble"})
             elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 problems.append({"pointer": "/" + key, "code": "wrong_type",
                                  "remedy": "each member is a list of operation names"})
