@@ -77,6 +77,11 @@ var rules = map[string][]string{
 
 	// mcppkg: the runtime of MCP packages, an MCP client of the server.
 	"internal/packages/mcppkg": {"extension", "internal/buildinfo", "internal/clock", "internal/executor", "internal/packages"},
+	// Installed packages: the Go SDK a package is written on (the public
+	// contracts only), and the host's side of the extension protocol, the
+	// runtime of protocol packages, which speaks the SDK's wire types.
+	"extension/pkg":              {"extension"},
+	"internal/packages/pkgproto": {"extension", "extension/pkg", "internal/clock", "internal/executor", "internal/packages"},
 
 	// The kernel, the toolbelt above it, the scheduler above both. Wire
 	// converts storage's records and the kernel's results into api's types
