@@ -307,6 +307,21 @@ type IssuedToken struct {
 // every lower-epoch token of the execution. The token expires at the
 // attempt deadline, or earlier with Options.Lifetime.
 func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedToken, error) {
+	var out IssuedToken
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		out, err = tb.IssueTokenInTx(ctx, tx, req)
+		return err
+	})
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	return out, nil
+}
+
+// IssueTokenInTx is IssueToken inside the caller's write transaction: the
+// token exists once tx commits, and not at all if it rolls back.
+func (tb *Toolbelt) IssueTokenInTx(ctx context.Context, tx storage.Tx, req IssueRequest) (IssuedToken, error) {
 	tb.entropyMu.Lock()
 	token, err := bearer.New(tb.entropy)
 	tb.entropyMu.Unlock()
@@ -316,7 +331,7 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 	digest := bearer.DigestOf(token)
 	now := tb.clock.Now()
 	out := IssuedToken{Token: token, ID: tb.ids.New(ids.Token)}
-	err = tb.store.WithTx(ctx, func(tx storage.Tx) error {
+	err = func() error {
 		exe, err := tx.GetExecution(ctx, req.Execution)
 		if errors.Is(err, storage.ErrNotFound) {
 			return kernel.Refuse(extension.ErrNotFound, kernel.ErrExecutionNotFound.Code, "execution %s does not exist", req.Execution)
@@ -361,7 +376,7 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 			ID: out.ID, Digest: digest[:], Execution: exe.ID, Scope: exe.Scope, Work: exe.Work, Binding: exe.Binding,
 			Generation: exe.Generation, Epoch: exe.Epoch, Operations: out.Operations, IssuedAt: now, ExpiresAt: expires,
 		})
-	})
+	}()
 	if err != nil {
 		return IssuedToken{}, err
 	}
@@ -546,12 +561,22 @@ func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storag
 	return nil
 }
 
-var _ TokenIssuer = (*Toolbelt)(nil)
+var _ TxTokenIssuer = (*Toolbelt)(nil)
 
 // Issue implements TokenIssuer for the scheduler: it issues the token of
 // the request's epoch and returns its plaintext (see IssueToken).
 func (tb *Toolbelt) Issue(ctx context.Context, req TokenRequest) (string, error) {
 	t, err := tb.IssueToken(ctx, IssueRequest{
+		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
+		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
+	})
+	return t.Token, err
+}
+
+// IssueInTx implements TxTokenIssuer: Issue inside the caller's write
+// transaction (see IssueTokenInTx).
+func (tb *Toolbelt) IssueInTx(ctx context.Context, tx storage.Tx, req TokenRequest) (string, error) {
+	t, err := tb.IssueTokenInTx(ctx, tx, IssueRequest{
 		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
 		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
 	})
