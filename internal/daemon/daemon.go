@@ -526,6 +526,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		// handed to the parts here, before the apply returns, so the next
 		// decision uses them; a round now lets ready Work run on it.
 		d.setLimits(snap.Limits())
+		// Nothing the toolbelt's calls trust from before the apply
+		// outlives it (the ceiling itself is asked on every call).
+		d.tb.InvalidateTokens()
 		if err := pbs.write(); err != nil {
 			d.log.Error("cannot write the playbooks after an apply", "error", err.Error())
 		}
