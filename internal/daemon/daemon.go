@@ -158,10 +158,13 @@ type Daemon struct {
 	live       *liveLogs
 	endStreams func()
 
-	lock  *statedir.Lock
+	lock *statedir.Lock
+	// store is db, waking the loop after a write that could start or
+	// wake Work (scheduler.WakeOnWrites); every part but the scheduler
+	// writes through it.
 	store storage.Store
-	// db is store itself, for what only SQLite answers (the metrics'
-	// tallies).
+	// db is the store itself, for what only SQLite answers (the metrics'
+	// tallies) and for the scheduler.
 	db      *sqlite.Store
 	metrics *metrics.Metrics
 	// metricsLn and metricsHTTP serve the optional TCP metrics listener.
@@ -337,7 +340,10 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot open coordination storage in %s: %w", d.state, err)
 	}
-	d.store, d.db = store, store
+	// Every write on behalf of a request goes through d.store, which
+	// wakes the loop when it could start or wake Work; the scheduler
+	// writes to the store itself (see scheduler.WakeOnWrites).
+	d.store, d.db = scheduler.WakeOnWrites(store, d.Wake), store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
 	return nil
@@ -436,7 +442,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if st == management.BootstrapStale {
 		d.log.Warn("the owner's token file does not hold the owner's credential; stop the daemon and run 'open-conduit auth recover'", "token_file", statedir.OwnerTokenPath(d.state))
 	}
-	d.execHandler = d.notifying(servers.Toolbelt)
+	d.execHandler = d.calls.wrap(servers.Toolbelt)
 
 	if d.dirs, err = runs.New(d.state, runs.Options{Logger: d.log.With("component", "runs")}); err != nil {
 		return err
@@ -489,7 +495,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.ingress = &ingresses{host: d.host, ctl: d.ctl, cfg: d.cfg, resolver: secrets.resolver, log: d.log.With("component", "ingress"), accepted: d.Wake, delivered: d.metrics.IngressDelivery}
 	d.sched, err = scheduler.New(scheduler.Options{
-		Store: d.store, Runtime: d.rt, Owner: d.owner,
+		Store: d.db, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
 		Executors:         execs,
 		Bindings:          bindingLookup(d.cfg),
@@ -520,6 +526,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		// handed to the parts here, before the apply returns, so the next
 		// decision uses them; a round now lets ready Work run on it.
 		d.setLimits(snap.Limits())
+		// Nothing the toolbelt's calls trust from before the apply
+		// outlives it (the ceiling itself is asked on every call).
+		d.tb.InvalidateTokens()
 		if err := pbs.write(); err != nil {
 			d.log.Error("cannot write the playbooks after an apply", "error", err.Error())
 		}
@@ -561,20 +570,6 @@ func (d *Daemon) endpoint(_ context.Context, executionID, token string) (schedul
 	return scheduler.Endpoint{Socket: ep.Socket, TokenFile: ep.TokenFile}, nil
 }
 
-// notifying wakes the loop after every request that may have changed
-// something (an accepted Event, created Work, a cancel), so the scheduler
-// acts at once instead of at its next tick; it counts the request in
-// flight meanwhile (see drain).
-func (d *Daemon) notifying(h http.Handler) http.Handler {
-	h = d.calls.wrap(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			d.Wake()
-		}
-	})
-}
-
 // Wake asks the loop for a scheduler round now.
 func (d *Daemon) Wake() {
 	select {
@@ -590,7 +585,7 @@ func (d *Daemon) listen(context.Context) error {
 		return err
 	}
 	d.ln = ln
-	d.http = management.HTTPServer(d.notifying(d.srv), d.log.With("component", "management"))
+	d.http = management.HTTPServer(d.calls.wrap(d.srv), d.log.With("component", "management"))
 	// Stop serving first of all; storage must outlive requests in flight.
 	d.closers = append([]func() error{d.shutdownHTTP}, d.closers...)
 	return d.listenMetrics()

@@ -15,8 +15,8 @@ import (
 // Serve runs the daemon until ctx ends: it adopts the attempts an earlier
 // daemon on this state directory left (the lock proves that daemon is
 // gone), serves the management API, and runs the loops: a scheduler round
-// on every tick, at once after a request that may have changed something
-// and whenever a segment reports; lease renewal every third of the current
+// on every tick, at once after a write that could start or wake Work
+// (scheduler.WakeOnWrites) and whenever a segment reports; lease renewal every third of the current
 // lease (re-paced when an apply changes it), on a goroutine of its own so
 // that a long scheduler round (a start gate, a recovery's
 // preparation) never delays it into the lease margin; and the sweeps (toolbelt

@@ -105,8 +105,10 @@ func (c *Control) Emit(ctx context.Context, req EmitRequest) (EmitResult, error)
 		if err != nil {
 			return err
 		}
-		out.Decision, err = c.rt.Route(ctx, tx, out.Event)
-		return err
+		if out.Decision, err = c.rt.Route(ctx, tx, out.Event); err != nil {
+			return err
+		}
+		return recordResult(ctx, tx, out)
 	})
 	return out, err
 }
@@ -204,7 +206,10 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 			if err == nil && !sameInput(out.Input, created.Created, req.Input) {
 				return Refuse(extension.ErrConflict, ErrWorkConflict.Code, "Work %s was created by a request with another input; this Idempotency-Key was used for a different request: use a new one", created.Work.ID)
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return recordResult(ctx, tx, out)
 		}
 		out.Input = created.Created
 		if req.Input != nil {
@@ -219,8 +224,10 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 		if _, err := c.rt.QueueInputInTx(ctx, tx, created.Work.ID, out.Input.ID); err != nil {
 			return err
 		}
-		out.Work, err = tx.GetWork(ctx, created.Work.ID)
-		return err
+		if out.Work, err = tx.GetWork(ctx, created.Work.ID); err != nil {
+			return err
+		}
+		return recordResult(ctx, tx, out)
 	})
 	return out, err
 }
@@ -303,13 +310,18 @@ func (c *Control) controlData(ctx context.Context, typ, workID, executionID stri
 		if ev.Replayed {
 			out = ControlResult{Event: ev, Work: w, Replayed: true}
 			if executionID != "" {
-				out.Execution, err = tx.GetExecution(ctx, executionID)
+				if out.Execution, err = tx.GetExecution(ctx, executionID); err != nil {
+					return err
+				}
 			}
-			return err
+			return recordResult(ctx, tx, out)
 		}
 		out, err = act(tx, ev, w)
 		out.Event = ev
-		return err
+		if err != nil {
+			return err
+		}
+		return recordResult(ctx, tx, out)
 	})
 	return out, err
 }
@@ -410,11 +422,17 @@ func (c *Control) Wake(ctx context.Context, req WakeRequest) (WakeResult, error)
 			// record.
 			out.Decision, err = c.rt.decide(ctx, tx, ev)
 			out.Matched = wokeBy(ctx, tx, ev.ID)
-			return err
+			if err != nil {
+				return err
+			}
+			return recordResult(ctx, tx, out)
 		}
 		out.Decision, err = c.rt.Route(ctx, tx, ev)
 		out.Matched = out.Decision.Woke()
-		return err
+		if err != nil {
+			return err
+		}
+		return recordResult(ctx, tx, out)
 	})
 	return out, err
 }

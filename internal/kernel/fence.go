@@ -76,28 +76,35 @@ func ParseDeclaration(d storage.Declaration) (Declaration, error) {
 // ErrExecutionNotFound, all of which unwrap to extension.ErrForbidden
 // (except not-found).
 func (r *Runtime) LeaseGuard(ctx context.Context, tx storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
+	exe, _, err := r.LeaseGuardWork(ctx, tx, executionID, epoch, owner)
+	return exe, err
+}
+
+// LeaseGuardWork is LeaseGuard, also returning the running Work it read,
+// so a caller that needs the Work does not read it again.
+func (r *Runtime) LeaseGuardWork(ctx context.Context, tx storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, storage.Work, error) {
 	exe, err := r.holder(ctx, tx, executionID, epoch, owner)
 	if err != nil {
-		return exe, err
+		return exe, storage.Work{}, err
 	}
 	// A genuine segment that declared learns that first, whatever else
 	// changed since.
 	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
-		return exe, Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
+		return exe, storage.Work{}, Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
 	} else if !errors.Is(err, storage.ErrNotFound) {
-		return exe, err
+		return exe, storage.Work{}, err
 	}
 	if err := r.leaseValid(exe); err != nil {
-		return exe, err
+		return exe, storage.Work{}, err
 	}
 	w, err := tx.GetWork(ctx, exe.Work)
 	if err != nil {
-		return exe, err
+		return exe, w, err
 	}
 	if w.State != storage.WorkRunning {
-		return exe, Refuse(extension.ErrForbidden, ErrNotRunning.Code, "Work %s is %s, not running", w.ID, w.State)
+		return exe, w, Refuse(extension.ErrForbidden, ErrNotRunning.Code, "Work %s is %s, not running", w.ID, w.State)
 	}
-	return exe, nil
+	return exe, w, nil
 }
 
 // holder checks that the execution is running at epoch, held by owner

@@ -147,15 +147,24 @@ func (rs *Resources) emit(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = recordInTx(ctx, r, func(v any) (any, bool) {
+		res, ok := v.(kernel.EmitResult)
+		return emitted(res), ok
+	})
 	res, err := rs.control.Emit(ctx, kernel.EmitRequest{
 		Scope: req.Scope, Type: req.Type, Data: data, CorrelationKey: req.CorrelationKey, Parent: req.Parent, DeliveryID: delivery,
 	})
 	if err != nil {
 		return nil, err
 	}
+	return emitted(res), nil
+}
+
+// emitted is the response to an emit.
+func emitted(res kernel.EmitResult) any {
 	status := http.StatusCreated
 	if res.Event.Replayed {
 		status = http.StatusOK
 	}
-	return &httpapi.Response{Status: status, Body: emittedOut(res)}, nil
+	return &httpapi.Response{Status: status, Body: emittedOut(res)}
 }

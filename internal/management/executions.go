@@ -73,6 +73,7 @@ func (rs *Resources) getExecution(r *http.Request) (any, error) {
 // (operator_cancelled) until a manual retry; the host stops the process.
 func (rs *Resources) cancelExecution(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	return rs.runControl(r, "execution.cancel", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.CancelExecution(ctx, req)
 	})

@@ -10,6 +10,8 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
+	"github.com/open-conduit/open-conduit/internal/kernel"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // IdempotencyRetention is how long a completed request is remembered.
@@ -138,6 +140,13 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Rou
 		return
 	}
 
+	pend := &pendingRecord{rec: IdempotencyRecord{
+		Principal: principal, Key: key, Method: r.Method, Path: r.URL.EscapedPath(), BodyHash: hash, CreatedAt: now,
+	}}
+	if ti, ok := s.opts.Idempotency.(txIdempotency); ok {
+		pend.put = ti.PutInTx
+		ctx = context.WithValue(ctx, pendingKey{}, pend)
+	}
 	r = r.WithContext(WithIdempotencyKey(ctx, key))
 	out, err := rt.Handler(r)
 	if err != nil {
@@ -152,7 +161,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Rou
 		s.out.Error(w, r, err)
 		return
 	}
-	if res.Status >= 200 && res.Status < 300 {
+	if res.Status >= 200 && res.Status < 300 && !pend.recorded {
 		rec := IdempotencyRecord{
 			Principal: principal, Key: key, Method: r.Method, Path: r.URL.EscapedPath(),
 			BodyHash: hash, Status: res.Status, Body: res.Body, CreatedAt: now,
@@ -164,6 +173,59 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt *Rou
 		}
 	}
 	httpapi.Write(w, r, res)
+}
+
+// txIdempotency is an IdempotencyStore that can write a record inside a
+// write transaction of coordination storage (StoreIdempotency): the
+// request's own, when its handler offers it (recordInTx).
+type txIdempotency interface {
+	PutInTx(ctx context.Context, tx storage.Tx, rec IdempotencyRecord) error
+}
+
+// pendingRecord is the Idempotency-Key record of a request being served,
+// waiting for its response.
+type pendingRecord struct {
+	rec IdempotencyRecord
+	put func(ctx context.Context, tx storage.Tx, rec IdempotencyRecord) error
+	// recorded: the response was recorded in the transaction of the
+	// control that produced it, which committed (the handler returned
+	// its result), so serveIdempotent does not write it again.
+	recorded bool
+}
+
+type pendingKey struct{}
+
+// recordInTx returns ctx for the operator control an idempotent handler
+// calls: the control's own transaction records the request's
+// Idempotency-Key response as its last step (kernel.ResultRecorder),
+// rendered from the control's result by respond (ok false: not this
+// control's result), so the effect and its record commit together in
+// one transaction. A response that is not a success, or a request
+// whose server keeps its records elsewhere, is left to serveIdempotent,
+// which records it afterwards as before.
+func recordInTx(ctx context.Context, r *http.Request, respond func(result any) (out any, ok bool)) context.Context {
+	p, ok := r.Context().Value(pendingKey{}).(*pendingRecord)
+	if !ok {
+		return ctx
+	}
+	return kernel.WithResultRecorder(ctx, func(ctx context.Context, tx storage.Tx, result any) error {
+		p.recorded = false
+		out, ok := respond(result)
+		if !ok {
+			return nil
+		}
+		res, err := httpapi.Render(r, out)
+		if err != nil || res.Stream != nil || res.Status < 200 || res.Status >= 300 {
+			return nil
+		}
+		rec := p.rec
+		rec.Status, rec.Body = res.Status, res.Body
+		if err := p.put(ctx, tx, rec); err != nil {
+			return err
+		}
+		p.recorded = true
+		return nil
+	})
 }
 
 // SweepIdempotency deletes Idempotency-Key history older than

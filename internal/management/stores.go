@@ -101,10 +101,14 @@ func (s storeIdempotency) Get(ctx context.Context, principal, key string) (Idemp
 }
 
 func (s storeIdempotency) Put(ctx context.Context, rec IdempotencyRecord) error {
-	return s.s.WithTx(ctx, func(tx storage.Tx) error {
-		return tx.PutIdempotency(ctx, &storage.IdempotencyRecord{Principal: rec.Principal, Key: rec.Key, Method: rec.Method,
-			Path: rec.Path, BodyHash: rec.BodyHash, Status: rec.Status, Body: rec.Body, CreatedAt: rec.CreatedAt})
-	})
+	return s.s.WithTx(ctx, func(tx storage.Tx) error { return s.PutInTx(ctx, tx, rec) })
+}
+
+// PutInTx stores rec inside tx: the request's own transaction (see
+// txIdempotency).
+func (storeIdempotency) PutInTx(ctx context.Context, tx storage.Tx, rec IdempotencyRecord) error {
+	return tx.PutIdempotency(ctx, &storage.IdempotencyRecord{Principal: rec.Principal, Key: rec.Key, Method: rec.Method,
+		Path: rec.Path, BodyHash: rec.BodyHash, Status: rec.Status, Body: rec.Body, CreatedAt: rec.CreatedAt})
 }
 
 func (s storeIdempotency) DeleteBefore(ctx context.Context, t time.Time) (int, error) {

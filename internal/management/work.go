@@ -1,6 +1,7 @@
 package management
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -111,6 +112,10 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
+	ctx = recordInTx(ctx, r, func(v any) (any, bool) {
+		res, ok := v.(kernel.CreateWorkResult)
+		return createdWork(res), ok
+	})
 	res, err := rs.control.CreateWork(ctx, kernel.CreateWorkRequest{
 		ID: ids.Derive(ids.Work, time.Time{}, key), Scope: req.Scope, Binding: req.Binding, Keys: keys,
 		Grants: slices.Clone(req.Grants), Input: input,
@@ -118,12 +123,25 @@ func (rs *Resources) createWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return createdWork(res), nil
+}
+
+// createdWork is the response to a create.
+func createdWork(res kernel.CreateWorkResult) any {
 	status := http.StatusCreated
 	if res.Replayed {
 		status = http.StatusOK
 	}
 	return &httpapi.Response{Status: status, ETag: httpapi.ETag(workETag(res.Work)),
-		Body: createdWorkOut(res)}, nil
+		Body: createdWorkOut(res)}
+}
+
+// recordControl is recordInTx for a control answered with controlledOut.
+func recordControl(ctx context.Context, r *http.Request) context.Context {
+	return recordInTx(ctx, r, func(v any) (any, bool) {
+		res, ok := v.(kernel.ControlResult)
+		return controlledOut(res), ok
+	})
 }
 
 // ControlBody is the body of the cancel and retry controls.
@@ -156,6 +174,7 @@ func (rs *Resources) runControl(r *http.Request, op string, do func(kernel.Contr
 
 func (rs *Resources) cancelWork(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	return rs.runControl(r, "work.cancel", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.CancelWork(ctx, req)
 	})
@@ -163,6 +182,7 @@ func (rs *Resources) cancelWork(r *http.Request) (any, error) {
 
 func (rs *Resources) retryWork(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	return rs.runControl(r, "work.retry", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.Retry(ctx, req)
 	})
@@ -194,6 +214,10 @@ func (rs *Resources) wakeWork(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = recordInTx(ctx, r, func(v any) (any, bool) {
+		res, ok := v.(kernel.WakeResult)
+		return wokenOut(res), ok
+	})
 	res, err := rs.control.Wake(ctx, kernel.WakeRequest{Scope: w.Scope, Key: w.ID, Type: body.Type, Data: data, DeliveryID: delivery})
 	if err != nil {
 		return nil, err

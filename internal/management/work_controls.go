@@ -55,6 +55,7 @@ func (rs *Resources) holdWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	res, err := rs.control.Hold(ctx, kernel.HoldRequest{Target: id, Reason: body.Reason, Stop: body.Stop, DeliveryID: delivery})
 	if err != nil {
 		return nil, err
@@ -64,6 +65,7 @@ func (rs *Resources) holdWork(r *http.Request) (any, error) {
 
 func (rs *Resources) releaseWork(r *http.Request) (any, error) {
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	return rs.runControl(r, "work.release", func(req kernel.ControlRequest) (kernel.ControlResult, error) {
 		return rs.control.Release(ctx, req)
 	})
@@ -87,6 +89,7 @@ func (rs *Resources) rebindWork(r *http.Request) (any, error) {
 		req.Grants = append([]string{}, *body.Grants...)
 	}
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	res, err := rs.control.Rebind(ctx, req)
 	if err != nil {
 		return nil, err
@@ -108,6 +111,7 @@ func (rs *Resources) attachWork(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, _ := actorContext(r)
+	ctx = recordControl(ctx, r)
 	res, err := rs.control.Attach(ctx, kernel.AttachRequest{Target: id, Event: body.Event, Key: body.CorrelationKey, Reason: body.Reason, DeliveryID: delivery})
 	if err != nil {
 		return nil, err

@@ -2,12 +2,14 @@ package scheduler_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // instant is an executor whose segments succeed at once.
@@ -60,6 +62,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 		if n, err := h.s.Claim(ctx); err != nil || n != 1 {
 			b.Fatalf("claimed %d: %v", n, err)
 		}
+		// The claim is prepared off the round; the next claim of the
+		// binding waits for it, as the daemon's next round does.
+		if err := h.s.WaitPrepared(ctx); err != nil {
+			b.Fatal(err)
+		}
 		for _, ts := range h.s.Tracked() {
 			if err := h.s.WaitSegment(ctx, ts.ExecutionID, ts.Epoch); err != nil {
 				b.Fatal(err)
@@ -71,6 +78,79 @@ func BenchmarkClaimComplete(b *testing.B) {
 	}
 	b.StopTimer()
 	if w := h.work(works[len(works)-1]); !w.State.Terminal() {
+		b.Fatalf("the last Work is %s", w.State)
+	}
+}
+
+// countingStore counts the write transactions that committed.
+type countingStore struct {
+	storage.Store
+	commits atomic.Int64
+}
+
+func (c *countingStore) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	err := c.Store.WithTx(ctx, fn)
+	if err == nil {
+		c.commits.Add(1)
+	}
+	return err
+}
+
+// BenchmarkClaimCompleteRound is one scheduler round's worth of Work: four
+// ready Work of four bindings (a round prepares at most one claim per
+// binding and PrepareWorkers at once), claimed by one Tick, their segments
+// run by a no-op executor, and the next Tick applying the four results.
+// One op is one round; commits/work is the write transactions that
+// committed per Work (claims, launches, completions).
+func BenchmarkClaimCompleteRound(b *testing.B) {
+	const per = scheduler.PrepareWorkers
+	var cs *countingStore
+	h := buildHarness(b, b.TempDir(), func(o *scheduler.Options) {
+		o.Limits.MaxRunning = per
+		o.Executors["instant"] = instant{}
+		o.Toolbelt, o.ToolbeltEndpoints = nil, nil
+		o.Bindings = func(ctx context.Context, q scheduler.BindingQuery) (scheduler.Binding, error) {
+			return scheduler.Binding{Executor: "instant", Generation: 1}, nil
+		}
+	}, func(s storage.Store) storage.Store { cs = &countingStore{Store: s}; return cs })
+	defer h.close()
+	ctx := context.Background()
+	bindings := []string{"b1", "br", "bn", "bs"}
+	var commits, works int64
+	var last string
+	for b.Loop() {
+		b.StopTimer()
+		for i := range per {
+			res, err := h.ctl.CreateWork(operator, kernel.CreateWorkRequest{Scope: "s1", Binding: bindings[i%len(bindings)]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = res.Work.ID
+		}
+		before := cs.commits.Load()
+		b.StartTimer()
+		if n, err := h.s.Claim(ctx); err != nil || n != per {
+			b.Fatalf("claimed %d: %v", n, err)
+		}
+		if err := h.s.WaitPrepared(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, ts := range h.s.Tracked() {
+			if err := h.s.WaitSegment(ctx, ts.ExecutionID, ts.Epoch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := h.s.Tick(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		commits += cs.commits.Load() - before
+		works += per
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(commits)/float64(works), "commits/work")
+	if w := h.work(last); !w.State.Terminal() {
 		b.Fatalf("the last Work is %s", w.State)
 	}
 }

@@ -76,37 +76,61 @@ var errUnobservedStop = errors.New("scheduler: the executor lost sight of a stop
 // artifacts are committed and apply applies the result. A refused or
 // failed transaction discards the staged artifacts.
 func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int64, res executor.Result, observed bool) error {
-	var exit *int
-	if observed {
-		exit = &res.ExitCode
-	}
-	staged := s.stageArtifacts(executionID, res)
-	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
-		exe, stopping, err := s.fence(ctx, tx, executionID, epoch)
-		if err != nil {
-			return err
-		}
-		if observed {
-			if exe, err = s.recordAgent(ctx, tx, exe, res); err != nil {
-				return err
-			}
-		}
-		if stopping {
-			return s.confirmStop(ctx, tx, exe, staged, res, exit, observed)
-		}
-		if err := s.commitArtifacts(ctx, tx, exe, staged); err != nil {
-			return err
-		}
-		return s.apply(ctx, tx, exe, res, exit)
-	})
+	c := s.stageCompletion(executionID, epoch, res, observed)
+	err := s.store.WithTx(ctx, func(tx storage.Tx) error { return s.completeInTx(ctx, tx, c) })
 	if err != nil {
-		for _, st := range staged {
-			_ = st.Discard()
-		}
+		c.discard()
 		return err
 	}
 	s.logOutcome(ctx, executionID)
 	return nil
+}
+
+// completion is one segment's result with its artifacts staged, ready to
+// be applied in a transaction (completeInTx), alone or with the other
+// results of a round (see ApplyResults).
+type completion struct {
+	executionID string
+	epoch       int64
+	res         executor.Result
+	observed    bool
+	staged      []*artifactStage
+}
+
+func (s *Scheduler) stageCompletion(executionID string, epoch int64, res executor.Result, observed bool) *completion {
+	return &completion{executionID: executionID, epoch: epoch, res: res, observed: observed, staged: s.stageArtifacts(executionID, res)}
+}
+
+// discard drops the staged artifacts of a completion that did not commit.
+func (c *completion) discard() {
+	for _, st := range c.staged {
+		_ = st.Discard()
+	}
+}
+
+// completeInTx is complete's transaction: fence, then confirmStop or the
+// artifacts committed and apply.
+func (s *Scheduler) completeInTx(ctx context.Context, tx storage.Tx, c *completion) error {
+	var exit *int
+	if c.observed {
+		exit = &c.res.ExitCode
+	}
+	exe, stopping, err := s.fence(ctx, tx, c.executionID, c.epoch)
+	if err != nil {
+		return err
+	}
+	if c.observed {
+		if exe, err = s.recordAgent(ctx, tx, exe, c.res); err != nil {
+			return err
+		}
+	}
+	if stopping {
+		return s.confirmStop(ctx, tx, exe, c.staged, c.res, exit, c.observed)
+	}
+	if err := s.commitArtifacts(ctx, tx, exe, c.staged); err != nil {
+		return err
+	}
+	return s.apply(ctx, tx, exe, c.res, exit)
 }
 
 // logOutcome says at INFO, once the completion committed, what became of

@@ -313,7 +313,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		if berr != nil {
 			b = Binding{Executor: exe.Executor, Generation: exe.Generation}
 		}
-		if err := s.launch(ctx, exe, w, b, ex, kindRecover, 0); err != nil {
+		if err := s.launch(ctx, exe, w, b, ex, kindRecover, 0, ""); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -224,23 +224,47 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	started := 0
 	var errs []error
+	var plans []*claimPlan
+	// A claim is planned only when its preparation can start at once
+	// (prepareRoom); the plans of this round count as preparing.
+	planned := map[string]int{}
 	for _, w := range cands {
-		if s.stopped(ctx) || started >= slots {
+		if s.stopped(ctx) || len(plans) >= slots {
 			break
 		}
-		if room, full := s.prepareRoom(bindingKey(w.Scope, w.Binding)); full {
+		key := bindingKey(w.Scope, w.Binding)
+		if room, full := s.prepareRoom(key, len(plans), planned[key]); full {
 			break
 		} else if !room {
 			continue
 		}
-		ok, err := s.claimOne(ctx, w)
+		p, err := s.planClaim(ctx, w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("claim %s: %w", w.ID, err))
 		}
-		if ok {
-			started++
+		if p != nil {
+			plans = append(plans, p)
+			planned[key]++
+		}
+	}
+	started := 0
+	for _, p := range s.claimAll(ctx, plans) {
+		if p.err != nil {
+			errs = append(errs, fmt.Errorf("claim %s: %w", p.w.ID, p.err))
+			continue
+		}
+		if !p.claimed {
+			continue
+		}
+		started++
+		kind := kindRun
+		if p.resume {
+			kind = kindResume
+		}
+		s.o.Logger.Info("attempt claimed", "work", p.w.ID, "execution", p.exe.ID, "epoch", p.exe.Epoch, "kind", kind)
+		if err := s.prepare(ctx, p.exe, p.w, p.b, p.ex, kind, p.w.InputWatermark, p.token); err != nil {
+			errs = append(errs, fmt.Errorf("claim %s: %w", p.w.ID, err))
 		}
 	}
 	return started, errors.Join(errs...)
@@ -257,14 +281,40 @@ func (s *Scheduler) hold(ctx context.Context, workID, reason, detail string) err
 	return err
 }
 
-func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) {
+// claimPlan is a ready Work the round will claim, with what was decided
+// before the claim's transaction: its binding, executor, live execution
+// and whether it resumes it.
+type claimPlan struct {
+	w       storage.Work
+	b       Binding
+	ex      executor.Executor
+	live    storage.Execution
+	hasLive bool
+	resume  bool
+	// issue: the attempt's token is issued inside the claim's
+	// transaction (the toolbelt can, the executor uses it and its
+	// preflight passed).
+	issue bool
+
+	// What the claim's transaction made of it.
+	claimed bool
+	exe     storage.Execution
+	token   string
+	err     error
+}
+
+// planClaim decides, outside any transaction, whether and how w is
+// claimed: nil when it is not (its execution is still live, its binding
+// or executor is unavailable and it was held, or a start gate parked or
+// refused it).
+func (s *Scheduler) planClaim(ctx context.Context, w storage.Work) (*claimPlan, error) {
 	live, err := s.store.GetLiveExecution(ctx, w.ID)
 	hasLive := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return false, err
+		return nil, err
 	}
 	if hasLive && live.State != storage.ExecutionParked {
-		return false, nil
+		return nil, nil
 	}
 	var gen int64
 	if hasLive {
@@ -272,47 +322,98 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 	}
 	b, err := s.o.Bindings(ctx, BindingQuery{Scope: w.Scope, Binding: w.Binding, Generation: gen})
 	if err != nil {
-		return false, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
+		return nil, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
 	}
 	ex := s.o.Executors[b.Executor]
 	if ex == nil {
-		return false, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
+		return nil, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
 	}
 	if !hasLive && w.Attempts == 0 {
 		if pass, err := s.askStartGates(ctx, w, b.Generation); !pass {
-			return false, err
+			return nil, err
 		}
 	}
-	resume := hasLive && ex.Info().Has(executor.CapResume)
+	p := &claimPlan{w: w, b: b, ex: ex, live: live, hasLive: hasLive, resume: hasLive && ex.Info().Has(executor.CapResume)}
+	if _, ok := s.o.Toolbelt.(toolbelt.TxTokenIssuer); ok && ex.Info().Transport != executor.TransportNone {
+		// The token is issued in the claim's own transaction only once
+		// the executor said it can run the binding here: a binding it
+		// cannot run is held before any token exists (see launch).
+		p.issue = true
+		if pf, ok := ex.(executor.Preflighter); ok && pf.Preflight(b.Config) != nil {
+			p.issue = false
+		}
+	}
+	return p, nil
+}
 
-	now, lim := s.now(), s.Limits()
-	var exe storage.Execution
-	err = s.store.WithTx(ctx, func(tx storage.Tx) error {
-		running := storage.WorkRunning
-		add := 0
-		if !resume {
-			add = 1
-		}
-		cur, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
-			ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
-			InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
+// claimAll claims the plans in one transaction, the tokens of those that
+// issue one included. When any claim fails (its Work or execution moved
+// since it was listed), that transaction is rolled back whole and each
+// plan is claimed again in a transaction of its own, as it would have
+// been alone, so one Work that moved never costs the others their claim.
+func (s *Scheduler) claimAll(ctx context.Context, plans []*claimPlan) []*claimPlan {
+	if len(plans) > 1 {
+		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			for _, p := range plans {
+				if err := s.claimInTx(ctx, tx, p); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
-		if err != nil {
-			return err
+		if err == nil {
+			for _, p := range plans {
+				p.claimed = true
+			}
+			return plans
 		}
-		if cur.Held() {
-			return storage.ErrFenced
+	}
+	for _, p := range plans {
+		err := s.store.WithTx(ctx, func(tx storage.Tx) error { return s.claimInTx(ctx, tx, p) })
+		switch {
+		case errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrDuplicate):
+			// The Work or its execution moved since it was listed.
+		case err != nil:
+			p.err = err
+		default:
+			p.claimed = true
 		}
-		deadline := now.Add(lim.AttemptTimeout)
-		if resume {
-			exe, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{
-				ID: live.ID, FromEpoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked},
-				State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease),
-				Deadline: &deadline, InputWatermark: &w.InputCount, Now: now,
-			})
-			return err
-		}
-		if hasLive {
+	}
+	return plans
+}
+
+// claimInTx is one plan's claim inside tx: the Work running, and a new
+// execution at epoch 1 or the parked one's next epoch, with its token
+// when the plan issues one.
+func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) error {
+	w, live := p.w, p.live
+	now, lim := s.now(), s.Limits()
+	running := storage.WorkRunning
+	add := 0
+	if !p.resume {
+		add = 1
+	}
+	cur, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
+		ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
+		InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
+	})
+	if err != nil {
+		return err
+	}
+	if cur.Held() {
+		return storage.ErrFenced
+	}
+	deadline := now.Add(lim.AttemptTimeout)
+	kind := kindRun
+	if p.resume {
+		kind = kindResume
+		p.exe, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{
+			ID: live.ID, FromEpoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked},
+			State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease),
+			Deadline: &deadline, InputWatermark: &w.InputCount, Now: now,
+		})
+	} else {
+		if p.hasLive {
 			// The binding's executor can no longer resume the parked
 			// execution: it ends and a new attempt starts.
 			st, res, msg := storage.ExecutionFinished, storage.ResultCancelled, "superseded: the binding's executor cannot resume it"
@@ -326,37 +427,39 @@ func (s *Scheduler) claimOne(ctx context.Context, w storage.Work) (bool, error) 
 				return err
 			}
 		}
-		exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
-			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: b.Executor,
-			Generation: b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
+		p.exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
+			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
+			Generation: p.b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
 			InputWatermark: w.InputCount, CreatedAt: now,
 		})
+	}
+	if err != nil || !p.issue {
 		return err
-	})
-	if errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrDuplicate) {
-		// The Work or its execution moved since it was listed.
-		return false, nil
 	}
+	p.token, err = s.o.Toolbelt.(toolbelt.TxTokenIssuer).IssueInTx(ctx, tx, tokenRequest(p.exe, w, kind))
 	if err != nil {
-		return false, err
+		return fmt.Errorf("issue the attempt's token: %w", err)
 	}
-	kind := kindRun
-	if resume {
-		kind = kindResume
+	return nil
+}
+
+// tokenRequest asks for the token of exe's epoch.
+func tokenRequest(exe storage.Execution, w storage.Work, kind string) toolbelt.TokenRequest {
+	return toolbelt.TokenRequest{
+		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
+		Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
 	}
-	s.o.Logger.Info("attempt claimed", "work", w.ID, "execution", exe.ID, "epoch", exe.Epoch, "kind", kind)
-	return true, s.prepare(ctx, exe, w, b, ex, kind, w.InputWatermark)
 }
 
 // prepareRoom reports whether a claim of the binding key can be prepared
 // now (room), and whether no claim at all can be (full).
-func (s *Scheduler) prepareRoom(key string) (room, full bool) {
+func (s *Scheduler) prepareRoom(key string, planned, plannedKey int) (room, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.preparing) >= PrepareWorkers {
+	if len(s.preparing)+planned >= PrepareWorkers {
 		return false, true
 	}
-	n := 0
+	n := plannedKey
 	for _, p := range s.preparing {
 		if p.key == key {
 			n++
@@ -371,7 +474,7 @@ func (s *Scheduler) prepareRoom(key string) (room, full bool) {
 // Its lease is renewed by Heartbeat meanwhile; a cancel meanwhile stops
 // its preparation (see StopFenced); Close cuts it short and gives the
 // claim back. A failure is logged: no round waits for it.
-func (s *Scheduler) prepare(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64) error {
+func (s *Scheduler) prepare(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64, token string) error {
 	pctx, cancel := context.WithCancel(ctx)
 	unhook := context.AfterFunc(s.base, cancel)
 	p := &preparation{exe: exe, key: bindingKey(exe.Scope, exe.Binding), cancel: cancel}
@@ -389,7 +492,7 @@ func (s *Scheduler) prepare(ctx context.Context, exe storage.Execution, w storag
 		defer s.wg.Done()
 		defer cancel()
 		defer unhook()
-		err := s.launch(pctx, exe, w, b, ex, kind, prevWatermark)
+		err := s.launch(pctx, exe, w, b, ex, kind, prevWatermark, token)
 		for confirmed := false; ; confirmed = true {
 			s.mu.Lock()
 			if !p.stopAsked || confirmed {
@@ -437,7 +540,9 @@ func (s *Scheduler) confirmUnstarted(ctx context.Context, exe storage.Execution)
 // executor is called holds the Work (see abort), unless the scheduler is
 // closing or ctx ended meanwhile: then the segment is given back (see
 // giveBack), as it is when the scheduler closed before the call started.
-func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64) error {
+// token, when not empty, is the attempt's token, issued with its claim
+// after its executor's preflight passed (see planClaim).
+func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64, token string) error {
 	abort := func(reason, detail string) error {
 		if s.stopped(ctx) {
 			return s.giveBack(ctx, exe, kind, prevWatermark)
@@ -463,7 +568,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 	req.Events = events
 	// An executor that can tell it cannot run the binding here (a sandbox
 	// this machine cannot make) holds the Work before any token exists.
-	if pf, ok := ex.(executor.Preflighter); ok && kind != kindRecover {
+	if pf, ok := ex.(executor.Preflighter); ok && kind != kindRecover && token == "" {
 		if err := pf.Preflight(b.Config); err != nil {
 			reason, detail := kernel.HoldBindingUnavailable, "the executor cannot run the binding on this machine; fix it and retry the Work"
 			var ue *executor.UnavailableError
@@ -474,12 +579,12 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		}
 	}
 	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
-		token, err := s.o.Toolbelt.Issue(ctx, toolbelt.TokenRequest{
-			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
-			Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
-		})
-		if err != nil {
-			return abort(kernel.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
+		if token == "" {
+			var err error
+			token, err = s.o.Toolbelt.Issue(ctx, tokenRequest(exe, w, kind))
+			if err != nil {
+				return abort(kernel.HoldToolbeltFailed, "no toolbelt token could be issued for the attempt; retry the Work")
+			}
 		}
 		ep, err := s.o.ToolbeltEndpoints(ctx, exe.ID, token)
 		if err != nil {
@@ -818,15 +923,38 @@ func (s *Scheduler) Tracked() []TrackedSegment {
 // returns how many it applied. A detached observation (ErrDetached) is
 // dropped: the process keeps running and is recovered when its lease
 // expires. A result refused for a superseded epoch is dropped too.
+//
+// The results are applied in the order they were reported; consecutive
+// completions (a segment's end, observed or not) are applied together in
+// one transaction, one after the other inside it, so a round that
+// applies many results commits once (see completeAll).
 func (s *Scheduler) ApplyResults(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	rs := s.results
 	s.results = nil
 	s.mu.Unlock()
+	outcomes := make([]error, len(rs))
+	var batch []*completion
+	var at []int
+	flush := func() {
+		for j, err := range s.completeAll(ctx, batch) {
+			outcomes[at[j]] = err
+		}
+		batch, at = nil, nil
+	}
+	for i, r := range rs {
+		if c := s.completionOf(r); c != nil {
+			batch, at = append(batch, c), append(at, i)
+			continue
+		}
+		flush()
+		outcomes[i] = s.applyResult(ctx, r)
+	}
+	flush()
 	n := 0
 	var errs []error
-	for _, r := range rs {
-		err := s.applyResult(ctx, r)
+	for i, r := range rs {
+		err := outcomes[i]
 		switch {
 		case err == nil:
 			n++
@@ -841,6 +969,56 @@ func (s *Scheduler) ApplyResults(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
+// completionOf stages the completion a result is (a segment's end,
+// observed or not, see applyResult), or returns nil for a result that is
+// something else: a detached observation, a recovered attempt's stop, a
+// recovered segment gone.
+func (s *Scheduler) completionOf(r result) *completion {
+	switch {
+	case errors.Is(r.err, executor.ErrDetached), r.kind == kindStop, r.kind == kindRecover && errors.Is(r.err, executor.ErrGone):
+		return nil
+	case r.err != nil:
+		res := executor.Result{Outcome: executor.Failed, Message: safeMessage("the executor failed to observe the segment: " + r.err.Error())}
+		return s.stageCompletion(r.executionID, r.epoch, res, false)
+	}
+	return s.stageCompletion(r.executionID, r.epoch, r.res, true)
+}
+
+// completeAll applies staged completions, in order, in one transaction,
+// and returns each one's error. When any of them fails, that transaction
+// is rolled back whole and each is applied again in a transaction of its
+// own, exactly as it would have been alone: one result refused (a
+// superseded epoch) or failing never takes the others with it.
+func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
+	errs := make([]error, len(cs))
+	if len(cs) > 1 {
+		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			for _, c := range cs {
+				if err := s.completeInTx(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			for _, c := range cs {
+				s.logOutcome(ctx, c.executionID)
+			}
+			return errs
+		}
+	}
+	for i, c := range cs {
+		errs[i] = s.store.WithTx(ctx, func(tx storage.Tx) error { return s.completeInTx(ctx, tx, c) })
+		if errs[i] != nil {
+			c.discard()
+			continue
+		}
+		s.logOutcome(ctx, c.executionID)
+	}
+	return errs
+}
+
+// applyResult applies a result alone (in its own transaction).
 func (s *Scheduler) applyResult(ctx context.Context, r result) error {
 	switch {
 	case errors.Is(r.err, executor.ErrDetached):

@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -282,42 +283,85 @@ func numbersInRange(v jsontext.Value) bool {
 // refuses a genuine token whose segment already declared; every other
 // refusal of the chain is the bare ErrForbidden. Every call and refusal is
 // recorded (toolbelt.called / toolbelt.rejected).
-func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRequest) (res extension.CallResult, err error) {
-	c := &callLog{rec: storage.ToolbeltCall{Operation: clip(req.Operation)}, socket: req.Assertions.SocketExecution}
-	defer func() {
-		if err == nil {
-			c.rec.Replayed = res.Replayed
-		}
-		tb.finish(ctx, c, err)
-	}()
-	t, err := tb.authenticate(ctx, token)
+//
+// The token is taken from the toolbelt's token cache when it is there
+// (see tokenCache): every path of a call then runs the lease guard in
+// storage, which refuses a token whose execution finished or moved to
+// another epoch, the only revocations that happen outside the toolbelt.
+// A call the chain refused on a cached token whose stored record is no
+// longer live (revoked, expired, swept) is run again from storage, so it
+// is refused exactly as it would have been without the cache.
+func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRequest) (extension.CallResult, error) {
+	c, res, hit, err := tb.call(ctx, token, req, true)
+	if err != nil && hit && chainRefusal(err) && tb.storedRefusal(ctx, token) {
+		c, res, _, err = tb.call(ctx, token, req, false)
+	}
+	if err == nil {
+		c.rec.Replayed = res.Replayed
+	}
+	tb.finish(ctx, c, err)
+	return res, err
+}
+
+// chainRefusal reports whether err is a refusal of the check chain
+// (forbidden, or the authority released) rather than an operation's own
+// answer or a gate's.
+func chainRefusal(err error) bool {
+	var oe *extension.OperationError
+	var gr *extension.GateRefusal
+	if errors.As(err, &oe) || errors.As(err, &gr) {
+		return false
+	}
+	return errors.Is(err, extension.ErrForbidden) || errors.Is(err, extension.ErrAuthorityReleased)
+}
+
+// storedRefusal reports whether the stored record of token is no longer
+// live (authenticate refuses it); its cache entry is dropped then.
+func (tb *Toolbelt) storedRefusal(ctx context.Context, token string) bool {
+	if _, err := tb.authenticate(ctx, token); err == nil {
+		return false
+	}
+	tb.tokens.drop(bearer.DigestOf(token))
+	return true
+}
+
+// call is Call's chain; cached says whether the token may come from the
+// token cache, and hit whether it did.
+func (tb *Toolbelt) call(ctx context.Context, token string, req extension.CallRequest, cached bool) (c *callLog, res extension.CallResult, hit bool, err error) {
+	c = &callLog{rec: storage.ToolbeltCall{Operation: clip(req.Operation)}, socket: req.Assertions.SocketExecution}
+	var t storage.Token
+	if cached {
+		t, hit, err = tb.authenticateCached(ctx, token)
+	} else {
+		t, err = tb.authenticate(ctx, token)
+	}
 	if t.ID != "" {
 		// A revoked or expired token is still found: its refusal is
 		// recorded against its execution, epoch and id.
 		c.token(t)
 	}
 	if err != nil {
-		return res, err
+		return c, res, hit, err
 	}
 	if err := checkAssertions(t, req.Assertions); err != nil {
-		return res, err
+		return c, res, hit, err
 	}
 	defer func() { tb.classifyRefusal(c, t, req.Operation, err) }()
 	if !tb.declaredFor(t.Generation, t.Scope, req.Operation) {
-		return res, notGranted{forbid("operation %q is not declared on this toolbelt for scope %s in generation %d", clip(req.Operation), t.Scope, t.Generation)}
+		return c, res, hit, notGranted{forbid("operation %q is not declared on this toolbelt for scope %s in generation %d", clip(req.Operation), t.Scope, t.Generation)}
 	}
 	if !slices.Contains(t.Operations, req.Operation) {
-		return res, notGranted{forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)}
+		return c, res, hit, notGranted{forbid("operation %s is not in token %s's allowlist", req.Operation, t.ID)}
 	}
 	if !tb.opts.Authorize(t.Scope, req.Operation) {
-		return res, notGranted{forbid("the current ceiling of scope %s does not allow %s", t.Scope, req.Operation)}
+		return c, res, hit, notGranted{forbid("the current ceiling of scope %s does not allow %s", t.Scope, req.Operation)}
 	}
 	if err := checkRequestID(req.RequestID); err != nil {
-		return res, err
+		return c, res, hit, err
 	}
 	input, hash, err := canonicalInput(req.Input)
 	if err != nil {
-		return res, err
+		return c, res, hit, err
 	}
 	call := &toolCall{tok: t, op: req.Operation, input: input, hash: hash, requestID: req.RequestID}
 	res.Operation = req.Operation
@@ -325,11 +369,11 @@ func (tb *Toolbelt) Call(ctx context.Context, token string, req extension.CallRe
 		res.Result, res.Replayed, err = tb.runInTx(ctx, c, call, func(ctx context.Context, tx storage.Tx, s *segment) (json.RawMessage, error) {
 			return b(tb, ctx, tx, s, call)
 		})
-		return res, err
+		return c, res, hit, err
 	}
 	r, _ := tb.operation(req.Operation)
 	res.Result, res.Replayed, err = tb.runExtension(ctx, c, call, r)
-	return res, err
+	return c, res, hit, err
 }
 
 // notGranted marks a refusal of the grant links of the chain: the

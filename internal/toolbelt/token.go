@@ -3,6 +3,8 @@ package toolbelt
 import (
 	"context"
 	"time"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // TokenRequest asks for a fresh execution token for one epoch of an
@@ -33,4 +35,13 @@ type TokenRequest struct {
 // never to storage.
 type TokenIssuer interface {
 	Issue(ctx context.Context, req TokenRequest) (string, error)
+}
+
+// TxTokenIssuer is a TokenIssuer that can also issue inside the caller's
+// write transaction: the scheduler issues a claimed attempt's token in the
+// claim's own transaction, so the token exists exactly when the claim
+// commits. The execution must be visible in tx at the request's epoch.
+type TxTokenIssuer interface {
+	TokenIssuer
+	IssueInTx(ctx context.Context, tx storage.Tx, req TokenRequest) (string, error)
 }

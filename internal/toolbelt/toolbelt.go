@@ -155,6 +155,9 @@ type Toolbelt struct {
 	refusalMu sync.Mutex
 	refusals  map[string]*refusalWindow // by source (see RefusalBurst)
 
+	// tokens caches the live tokens calls authenticate with.
+	tokens tokenCache
+
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // running handler requests
 	// flightWait, set only by tests before any call, is called when a
@@ -307,6 +310,24 @@ type IssuedToken struct {
 // every lower-epoch token of the execution. The token expires at the
 // attempt deadline, or earlier with Options.Lifetime.
 func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedToken, error) {
+	var out IssuedToken
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		out, err = tb.IssueTokenInTx(ctx, tx, req)
+		return err
+	})
+	// The lower epochs' tokens are revoked now (and were dropped from
+	// the cache in the transaction, see IssueTokenInTx).
+	tb.tokens.dropExecution(req.Execution)
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	return out, nil
+}
+
+// IssueTokenInTx is IssueToken inside the caller's write transaction: the
+// token exists once tx commits, and not at all if it rolls back.
+func (tb *Toolbelt) IssueTokenInTx(ctx context.Context, tx storage.Tx, req IssueRequest) (IssuedToken, error) {
 	tb.entropyMu.Lock()
 	token, err := bearer.New(tb.entropy)
 	tb.entropyMu.Unlock()
@@ -316,7 +337,7 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 	digest := bearer.DigestOf(token)
 	now := tb.clock.Now()
 	out := IssuedToken{Token: token, ID: tb.ids.New(ids.Token)}
-	err = tb.store.WithTx(ctx, func(tx storage.Tx) error {
+	err = func() error {
 		exe, err := tx.GetExecution(ctx, req.Execution)
 		if errors.Is(err, storage.ErrNotFound) {
 			return kernel.Refuse(extension.ErrNotFound, kernel.ErrExecutionNotFound.Code, "execution %s does not exist", req.Execution)
@@ -357,11 +378,14 @@ func (tb *Toolbelt) IssueToken(ctx context.Context, req IssueRequest) (IssuedTok
 		if _, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: exe.ID, BelowEpoch: exe.Epoch, At: now}); err != nil {
 			return err
 		}
+		// Were it kept, a lower epoch's cached token would still be
+		// refused by the lease guard; it is dropped all the same.
+		tb.tokens.dropExecution(exe.ID)
 		return tx.InsertToken(ctx, &storage.Token{
 			ID: out.ID, Digest: digest[:], Execution: exe.ID, Scope: exe.Scope, Work: exe.Work, Binding: exe.Binding,
 			Generation: exe.Generation, Epoch: exe.Epoch, Operations: out.Operations, IssuedAt: now, ExpiresAt: expires,
 		})
-	})
+	}()
 	if err != nil {
 		return IssuedToken{}, err
 	}
@@ -394,13 +418,20 @@ func (tb *Toolbelt) allowlist(generation int64, scope, binding string, grants []
 // Revoke revokes one token by its id (tok_…). Revoking a revoked token
 // succeeds; an unknown id is ErrNotFound.
 func (tb *Toolbelt) Revoke(ctx context.Context, tokenID string) error {
-	return tb.store.WithTx(ctx, func(tx storage.Tx) error {
-		if _, err := tx.GetToken(ctx, tokenID); err != nil {
+	var execution string
+	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
+		t, err := tx.GetToken(ctx, tokenID)
+		if err != nil {
 			return err
 		}
-		_, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: tokenID, At: tb.clock.Now()})
+		execution = t.Execution
+		_, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: tokenID, At: tb.clock.Now()})
 		return err
 	})
+	if execution != "" {
+		tb.tokens.dropExecution(execution)
+	}
+	return err
 }
 
 // RevokeExecution revokes every token of an execution (the daemon calls it
@@ -412,6 +443,7 @@ func (tb *Toolbelt) RevokeExecution(ctx context.Context, executionID string) (in
 		n, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: executionID, At: tb.clock.Now()})
 		return err
 	})
+	tb.tokens.dropExecution(executionID)
 	return n, err
 }
 
@@ -500,11 +532,9 @@ func checkAssertions(t storage.Token, a extension.Assertions) error {
 // daemon, its lease valid, its Work running in the token's scope, and the
 // segment has no pending declaration.
 func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Token) (storage.Execution, storage.Work, error) {
-	exe, err := tb.rt.LeaseGuard(ctx, rd, t.Execution, t.Epoch, tb.opts.Owner)
-	if err != nil {
-		return exe, storage.Work{}, err
-	}
-	w, err := rd.GetWork(ctx, exe.Work)
+	// The lease guard read the execution and its Work in rd and proved
+	// them current; they are not read again.
+	exe, w, err := tb.rt.LeaseGuardWork(ctx, rd, t.Execution, t.Epoch, tb.opts.Owner)
 	if err != nil {
 		return exe, w, err
 	}
@@ -546,12 +576,22 @@ func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storag
 	return nil
 }
 
-var _ TokenIssuer = (*Toolbelt)(nil)
+var _ TxTokenIssuer = (*Toolbelt)(nil)
 
 // Issue implements TokenIssuer for the scheduler: it issues the token of
 // the request's epoch and returns its plaintext (see IssueToken).
 func (tb *Toolbelt) Issue(ctx context.Context, req TokenRequest) (string, error) {
 	t, err := tb.IssueToken(ctx, IssueRequest{
+		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
+		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
+	})
+	return t.Token, err
+}
+
+// IssueInTx implements TxTokenIssuer: Issue inside the caller's write
+// transaction (see IssueTokenInTx).
+func (tb *Toolbelt) IssueInTx(ctx context.Context, tx storage.Tx, req TokenRequest) (string, error) {
+	t, err := tb.IssueTokenInTx(ctx, tx, IssueRequest{
 		Execution: req.ExecutionID, Epoch: req.Epoch, Scope: req.ScopeID, Work: req.WorkID, Binding: req.BindingID,
 		Generation: req.Generation, Grants: req.Grants, Deadline: req.ExpiresAt,
 	})

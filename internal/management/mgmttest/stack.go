@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
@@ -68,6 +69,9 @@ type StackOptions struct {
 	// LiveLogs says where a running attempt writes its log (the log
 	// routes); nil serves stored logs only.
 	LiveLogs management.LiveLogs
+	// OnCommit, when set, is told of every committed write transaction
+	// of the Stack's store (sqlite.Options.OnCommit).
+	OnCommit func(time.Duration)
 }
 
 // Stack is the management server with every resource and action route,
@@ -124,7 +128,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 			t.Fatal(err)
 		}
 	}
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(opts.StateDir, "coordination.db"), Clock: opts.Clock})
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(opts.StateDir, "coordination.db"), Clock: opts.Clock, OnCommit: opts.OnCommit})
 	if err != nil {
 		t.Fatal(err)
 	}
