@@ -473,7 +473,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			return abort(reason, detail)
 		}
 	}
-	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
+	if s.o.Toolbelt != nil && usesToolbelt(ex, b) {
 		token, err := s.o.Toolbelt.Issue(ctx, toolbelt.TokenRequest{
 			ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Generation: exe.Generation,
 			Epoch: exe.Epoch, Grants: w.Grants, ExpiresAt: exe.Deadline, Reason: kind,
@@ -517,6 +517,18 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
+}
+
+// usesToolbelt says whether a segment of binding b on ex gets a token and
+// an endpoint: not when the executor's transport is none, nor when the
+// binding grants no operation and the executor can run its config without
+// the endpoint (executor.EndpointOptional).
+func usesToolbelt(ex executor.Executor, b Binding) bool {
+	if ex.Info().Transport == executor.TransportNone {
+		return false
+	}
+	opt, ok := ex.(executor.EndpointOptional)
+	return !b.NoOperations || !ok || opt.NeedsEndpoint(b.Config)
 }
 
 // MaxSegmentEvents bounds the input Events one segment is given
