@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // ProcStat is what the executor reads of /proc/<pid>/stat.
@@ -181,6 +183,4 @@ func (w *PIDWatch) Release() {
 // setSubreaper makes the calling process the reaper of its orphaned
 // descendants, so that the supervisor reaps every process of its group, not
 // only its direct child.
-func setSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
+func setSubreaper() error { return reaper.BecomeSubreaper() }
