@@ -117,13 +117,20 @@ func (s *Supervisor) start(dir string) (*child, error) {
 	}
 	s.children[dir] = c
 	s.mu.Unlock()
-	go func() {
+	// The supervisor is waited for through a pidfd in the runtime's
+	// poller, so a live execution holds a parked goroutine and no thread;
+	// cmd.Wait then only reaps it, at once. Without pidfds the goroutine
+	// blocks in the wait, holding a thread.
+	reap := func() {
 		cmd.Wait()
 		s.mu.Lock()
 		delete(s.children, dir)
 		s.mu.Unlock()
 		close(c.done)
-	}()
+	}
+	if err := watchChild(c.pid, reap); err != nil {
+		go reap()
+	}
 	return c, nil
 }
 
