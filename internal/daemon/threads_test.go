@@ -102,10 +102,13 @@ func TestDaemonThreadsDoNotGrowWithLiveExecutions(t *testing.T) {
 			}
 		}
 		r.d.Wake()
+		// The Work is cancelled at once; its attempt ends once its
+		// process has been stopped and reaped.
 		for _, id := range works {
-			if w := r.terminal(id); w.State != storage.WorkCancelled {
-				t.Errorf("Work %s ended %s, want cancelled", id, w.State)
-			}
+			r.until(id, "cancelled with its attempt ended", func(w storage.Work) bool {
+				exes := r.executions(id)
+				return w.State == storage.WorkCancelled && len(exes) == 1 && exes[0].State == storage.ExecutionFinished
+			})
 		}
 	})
 	threads, waiting := map[int]int{}, map[int]int{}
