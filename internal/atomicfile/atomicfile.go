@@ -2,7 +2,8 @@
 // watching the directory sees either the old file or the whole new one:
 // the bytes go to a temporary file in the target's own directory, which
 // gets its mode, is synced, and is renamed (or, for WriteNew, linked) over
-// the target, and then the directory is synced.
+// the target, and then the directory is synced (both syncs are left out
+// for a file a machine's crash may lose, NoSync).
 //
 // It must never leave a file readable by anyone its mode does not allow,
 // not even for the moment between create and chmod; never write the
@@ -25,12 +26,21 @@ type Option func(*options)
 
 type options struct {
 	prefix string
+	noSync bool
 }
 
 // TempPrefix names the temporary file prefix followed by random characters,
 // for a caller that clears what an interrupted write left by name. The
 // default prefix is "." + the target's base name + ".tmp-".
 func TempPrefix(prefix string) Option { return func(o *options) { o.prefix = prefix } }
+
+// NoSync skips both syncs: the file and its rename reach the disk when the
+// kernel writes them back. Readers still see the old file or the whole new
+// one, and a process crash loses nothing; only a crash of the machine may
+// leave the old file, no file or an empty one. It is for files that mean
+// nothing after a reboot (a process record checked against the boot id) or
+// whose loss a crash could have caused a moment earlier anyway.
+func NoSync() Option { return func(o *options) { o.noSync = true } }
 
 func settle(path string, opts []Option) options {
 	o := options{prefix: "." + filepath.Base(path) + ".tmp-"}
@@ -51,13 +61,17 @@ func WriteFile(path string, data []byte, perm fs.FileMode, opts ...Option) error
 // was; if only the final sync of the directory fails, the new file is in
 // place and the error says the rename may not survive a crash.
 func WriteFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (int64, error) {
-	tmp, n, err := stage(path, r, perm, settle(path, opts))
+	o := settle(path, opts)
+	tmp, n, err := stage(path, r, perm, o)
 	if err != nil {
 		return 0, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return 0, err
+	}
+	if o.noSync {
+		return n, nil
 	}
 	return n, syncDir(filepath.Dir(path))
 }
@@ -73,7 +87,8 @@ func WriteNew(path string, data []byte, perm fs.FileMode, opts ...Option) error 
 // WriteNewFrom is WriteNew with what r holds; it returns the number of
 // bytes written.
 func WriteNewFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (int64, error) {
-	tmp, n, err := stage(path, r, perm, settle(path, opts))
+	o := settle(path, opts)
+	tmp, n, err := stage(path, r, perm, o)
 	if err != nil {
 		return 0, err
 	}
@@ -81,6 +96,9 @@ func WriteNewFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (i
 	_ = os.Remove(tmp)
 	if err != nil {
 		return 0, err
+	}
+	if o.noSync {
+		return n, nil
 	}
 	return n, syncDir(filepath.Dir(path))
 }
@@ -108,6 +126,9 @@ func Symlink(target, path string, opts ...Option) error {
 		_ = os.Remove(tmp)
 		return err
 	}
+	if o.noSync {
+		return nil
+	}
 	return syncDir(filepath.Dir(path))
 }
 
@@ -125,7 +146,7 @@ func stage(path string, r io.Reader, perm fs.FileMode, o options) (string, int64
 	if err == nil {
 		n, err = io.Copy(f, r)
 	}
-	if err == nil {
+	if err == nil && !o.noSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -241,3 +241,33 @@ func TestLargeContent(t *testing.T) {
 		t.Errorf("read back %d bytes, want %d", len(got), len(data))
 	}
 }
+
+// NoSync writes the same whole file with its mode and leaves no temporary,
+// for WriteFile and WriteNew alike.
+func TestNoSyncWritesTheWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	for _, content := range []string{"one\n", "two\n"} {
+		if err := WriteFile(path, []byte(content), 0o600, NoSync()); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != content {
+			t.Fatalf("read %q, %v; want %q", b, err, content)
+		}
+	}
+	if err := WriteNew(filepath.Join(dir, "g"), []byte("new\n"), 0o640, NoSync()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNew(filepath.Join(dir, "g"), []byte("again\n"), 0o640, NoSync()); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("a second WriteNew = %v, want ErrExist", err)
+	}
+	if m := mode(t, path).Perm(); m != 0o600 {
+		t.Errorf("mode %04o, want 0600", m)
+	}
+	if m := mode(t, filepath.Join(dir, "g")).Perm(); m != 0o640 {
+		t.Errorf("mode %04o, want 0640", m)
+	}
+	if got := entries(t, dir); len(got) != 2 {
+		t.Errorf("the directory holds %v, want f and g only", got)
+	}
+}

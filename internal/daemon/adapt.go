@@ -83,8 +83,22 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 		if !ok {
 			return scheduler.Binding{}, fmt.Errorf("scope %s has no binding %s in generation %d", q.Scope, q.Binding, snap.Generation)
 		}
-		return scheduler.Binding{Executor: b.Executor, Config: b.Config, Generation: snap.Generation}, nil
+		return scheduler.Binding{Executor: b.Executor, Config: b.Config, Generation: snap.Generation, NoOperations: grantsNothing(b)}, nil
 	}
+}
+
+// grantsNothing reports whether a binding grants an attempt no operation,
+// neither its own nor through any grant a Work may take.
+func grantsNothing(b *config.EffectiveBinding) bool {
+	if len(b.Operations) > 0 {
+		return false
+	}
+	for _, ops := range b.Grants {
+		if len(ops) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // extensionsOf is the extension host's view of what a committed

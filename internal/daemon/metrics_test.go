@@ -32,12 +32,18 @@ func metricsConfig(t *testing.T, state, fifo string) {
 	sh := func(script string) map[string]any {
 		return map[string]any{"executor": "shell", "config": map[string]any{"command": []string{"sh", "-c", script}, "env": map[string]string{"FIFO": fifo}}}
 	}
-	doc := map[string]any{"version": 1, "scopes": map[string]any{"t": map[string]any{"bindings": map[string]any{
-		"ok":      sh("exit 0"),
-		"bad":     sh("exit 3"),
-		"refused": sh(`os call create_work --input '{"binding":"ok"}' && exit 7; exit 0`),
-		"held":    sh(`read x < "$FIFO"`),
-	}}}}
+	// refused is granted emit, so that it has a toolbelt (a binding that
+	// grants nothing gets none), but not the create_work it calls.
+	refused := sh(`os call create_work --input '{"binding":"ok"}' && exit 7; exit 0`)
+	refused["operations"] = []string{"emit"}
+	doc := map[string]any{"version": 1, "scopes": map[string]any{"t": map[string]any{
+		"authorization": map[string]any{"operations": []string{"emit"}},
+		"bindings": map[string]any{
+			"ok":      sh("exit 0"),
+			"bad":     sh("exit 3"),
+			"refused": refused,
+			"held":    sh(`read x < "$FIFO"`),
+		}}}}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ var rules = map[string][]string{
 	// Records: storage, configuration, the executor contract, run
 	// directories. Config knows the executor contract, never an executor.
 	"internal/executor":       {},
-	"internal/executor/proc":  {"internal/atomicfile"},
+	"internal/executor/proc":  {"internal/atomicfile", "internal/reaper"},
 	"internal/executor/shell": {"internal/clock", "internal/executor", "internal/executor/proc", "internal/executor/sandbox"},
 	// sandbox builds bwrap's command line and is the sandbox's init.
 	"internal/executor/sandbox": {"internal/executor"},

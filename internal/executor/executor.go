@@ -233,3 +233,14 @@ const ReasonSandboxUnavailable = "sandbox_unavailable"
 type Preflighter interface {
 	Preflight(config json.RawMessage) error
 }
+
+// EndpointOptional is implemented by an executor whose segments can run
+// without a toolbelt token and endpoint (no run directory, no token file,
+// no socket) when their binding grants no operation. The scheduler still
+// gives them one when NeedsEndpoint says a binding's config uses the
+// endpoint for more than operations (a sandbox reaches its egress proxy
+// through the run directory). An executor that does not implement it gets
+// a token and an endpoint whenever its transport is not none.
+type EndpointOptional interface {
+	NeedsEndpoint(config json.RawMessage) bool
+}

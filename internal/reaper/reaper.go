@@ -5,9 +5,11 @@
 //
 // It is the body of the hidden `open-conduit reap` command, under which the
 // configuration's cmd: secrets run, so that nothing a secret command starts
-// outlives its resolution. It must never be used by the daemon's own
-// process: the daemon is not a subreaper, since the shell executor's
-// supervisors are meant to outlive it.
+// outlives its resolution. The executors' supervisor shares its parts
+// (BecomeSubreaper, Children, Descendants) to find what its command left.
+// It must never be used by the daemon's own process: the daemon is not a
+// subreaper, since the shell executor's supervisors are meant to outlive
+// it.
 package reaper
 
 import (
@@ -29,7 +31,7 @@ func Run(argv []string) (int, error) {
 	if len(argv) == 0 {
 		return 2, errors.New("reap: name the command to run")
 	}
-	if err := becomeSubreaper(); err != nil {
+	if err := BecomeSubreaper(); err != nil {
 		return 1, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -72,7 +74,7 @@ func Run(argv []string) (int, error) {
 func reapAll() {
 	self := os.Getpid()
 	for {
-		kids := childrenOf(self)
+		kids := Children(self)
 		for _, pid := range kids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -99,8 +101,62 @@ func reapAll() {
 	}
 }
 
-// childrenOf lists the processes whose parent is pid, from /proc.
-func childrenOf(pid int) []int {
+// Children lists the live children of process pid (zombies included)
+// from /proc/<pid>/task/<tid>/children, a few small files, not the whole
+// process table. On a kernel built without those files it falls back to
+// scanning /proc for processes whose parent is pid.
+func Children(pid int) []int {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(base + "/" + task.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(base + "/" + task.Name()); serr == nil {
+				return scanChildren(pid) // no children files in this kernel
+			}
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// Descendants lists the live descendants of pid, children first, by
+// following Children down the tree. A process that forks or exits
+// meanwhile may be missed or listed though gone: callers loop until what
+// they wait for says nothing is left.
+func Descendants(pid int) []int {
+	var out []int
+	seen := map[int]bool{pid: true}
+	for next := []int{pid}; len(next) > 0; {
+		var level []int
+		for _, p := range next {
+			for _, c := range Children(p) {
+				if !seen[c] {
+					seen[c] = true
+					level = append(level, c)
+				}
+			}
+		}
+		out = append(out, level...)
+		next = level
+	}
+	return out
+}
+
+// scanChildren lists the processes whose parent is pid, from all of /proc.
+func scanChildren(pid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

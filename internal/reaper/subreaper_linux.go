@@ -2,7 +2,9 @@ package reaper
 
 import "golang.org/x/sys/unix"
 
-// becomeSubreaper makes orphaned descendants this process's children.
-func becomeSubreaper() error {
+// BecomeSubreaper makes orphaned descendants of the calling process its
+// children (PR_SET_CHILD_SUBREAPER), so that it can reap every process it
+// started, not only its direct children.
+func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }

@@ -62,6 +62,11 @@ type Binding struct {
 	// Generation is the generation it comes from (pinned on a new
 	// execution).
 	Generation int64
+	// NoOperations: the binding grants no operation, neither its own nor
+	// through any of its grants, so a segment could call nothing on a
+	// toolbelt. Its segments get no token and no endpoint when their
+	// executor allows it (executor.EndpointOptional).
+	NoOperations bool
 }
 
 // BindingLookup resolves a binding (the daemon adapts the configuration).

@@ -334,7 +334,7 @@ func (s *Scheduler) planClaim(ctx context.Context, w storage.Work) (*claimPlan, 
 		}
 	}
 	p := &claimPlan{w: w, b: b, ex: ex, live: live, hasLive: hasLive, resume: hasLive && ex.Info().Has(executor.CapResume)}
-	if _, ok := s.o.Toolbelt.(toolbelt.TxTokenIssuer); ok && ex.Info().Transport != executor.TransportNone {
+	if _, ok := s.o.Toolbelt.(toolbelt.TxTokenIssuer); ok && usesToolbelt(ex, b) {
 		// The token is issued in the claim's own transaction only once
 		// the executor said it can run the binding here: a binding it
 		// cannot run is held before any token exists (see launch).
@@ -578,7 +578,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			return abort(reason, detail)
 		}
 	}
-	if s.o.Toolbelt != nil && ex.Info().Transport != executor.TransportNone {
+	if s.o.Toolbelt != nil && usesToolbelt(ex, b) {
 		if token == "" {
 			var err error
 			token, err = s.o.Toolbelt.Issue(ctx, tokenRequest(exe, w, kind))
@@ -622,6 +622,18 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
+}
+
+// usesToolbelt says whether a segment of binding b on ex gets a token and
+// an endpoint: not when the executor's transport is none, nor when the
+// binding grants no operation and the executor can run its config without
+// the endpoint (executor.EndpointOptional).
+func usesToolbelt(ex executor.Executor, b Binding) bool {
+	if ex.Info().Transport == executor.TransportNone {
+		return false
+	}
+	opt, ok := ex.(executor.EndpointOptional)
+	return !b.NoOperations || !ok || opt.NeedsEndpoint(b.Config)
 }
 
 // MaxSegmentEvents bounds the input Events one segment is given

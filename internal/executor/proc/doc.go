@@ -19,7 +19,10 @@
 //	<dir>/supervisor.log   the supervisor's own diagnostics
 //
 // A running supervisor is adopted only when its pid, start time and boot id
-// all match the record, so a reused pid is never signalled.
+// all match the record, so a reused pid is never signalled. The launch,
+// record and status files are written whole but not synced: a crash of the
+// machine ends the supervisor anyway (docs/executor-shell.md says what a
+// crash keeps); the stop file is synced.
 //
 // It must never put a secret on a command line (argv is world-readable in
 // /proc), never keep the launch file after the supervisor has read it,

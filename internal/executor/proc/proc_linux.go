@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // ProcStat is what the executor reads of /proc/<pid>/stat.
@@ -137,6 +139,27 @@ func WatchPID(pid int, start uint64) (*PIDWatch, error) {
 		unix.Close(fd)
 		return nil, ErrNoProcess
 	}
+	return watchPidfd(pid, fd, nil)
+}
+
+// watchChild calls exited, on a goroutine parked in the runtime's poller
+// until then, once pid has exited. pid is a child of this process that has
+// not been reaped yet, so it cannot name another process meanwhile: no
+// start time is needed to pin it.
+func watchChild(pid int, exited func()) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("cannot watch process %d: %w", pid, err)
+	}
+	_, err = watchPidfd(pid, fd, exited)
+	return err
+}
+
+// watchPidfd parks a goroutine in the runtime's poller until the process
+// of the pidfd fd has exited; it owns fd from here on. With exited, the
+// goroutine closes the pidfd and calls it before Done is closed, and the
+// watch must not be Released.
+func watchPidfd(pid, fd int, exited func()) (*PIDWatch, error) {
 	f := os.NewFile(uintptr(fd), "pidfd")
 	// Setting no deadline fails unless the runtime's poller took the file;
 	// without it the wait below would end at once.
@@ -165,6 +188,10 @@ func WatchPID(pid int, start uint64) (*PIDWatch, error) {
 				return err != nil || n > 0
 			}
 		})
+		if exited != nil {
+			f.Close()
+			exited()
+		}
 	}()
 	return w, nil
 }
@@ -181,6 +208,4 @@ func (w *PIDWatch) Release() {
 // setSubreaper makes the calling process the reaper of its orphaned
 // descendants, so that the supervisor reaps every process of its group, not
 // only its direct child.
-func setSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
+func setSubreaper() error { return reaper.BecomeSubreaper() }

@@ -27,6 +27,7 @@ func BootID() (string, error)                     { return "", errUnsupported }
 func groupMembers(int) ([]int, error)             { return nil, errUnsupported }
 func signalMember(int, int, syscall.Signal) error { return errUnsupported }
 func WatchPID(int, uint64) (*PIDWatch, error)     { return nil, errUnsupported }
+func watchChild(int, func()) error                { return errUnsupported }
 func setSubreaper() error                         { return errUnsupported }
 
 type PIDWatch struct{ done chan struct{} }

@@ -73,11 +73,12 @@ type Status struct {
 // writeFileAtomic replaces dir/name with data through an owner-only temporary
 // file in the same directory, fsync and rename, so that a reader sees either
 // nothing or the whole file.
-func writeFileAtomic(dir, name string, data []byte) error {
-	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
+func writeFileAtomic(dir, name string, data []byte, opts ...atomicfile.Option) error {
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600, opts...)
 }
 
-// WriteJSONFile writes v as JSON to dir/name, owner-only and whole.
+// WriteJSONFile writes v as JSON to dir/name, owner-only and whole, and
+// durably.
 func WriteJSONFile(dir, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -86,8 +87,24 @@ func WriteJSONFile(dir, name string, v any) error {
 	return writeFileAtomic(dir, name, append(data, '\n'))
 }
 
+// writeStateFile writes one of the supervisor's own files (launch, record,
+// status) as WriteJSONFile does, whole, but without a sync: a crash of the
+// machine ends the supervisor and its command, and what these files say
+// is then either meaningless (a process of an earlier boot) or what the
+// same crash a moment earlier would have left (docs/executor-shell.md,
+// "What a crash keeps"). ReadJSONFile reads the empty file such a crash can
+// leave as no file.
+func writeStateFile(dir, name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, name, append(data, '\n'), atomicfile.NoSync())
+}
+
 // ReadJSONFile reads dir/name into v; ok is false if the file does not
-// exist.
+// exist, or is empty: all a crash of the machine can leave of a file
+// written without a sync.
 func ReadJSONFile(dir, name string, v any) (ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -95,6 +112,9 @@ func ReadJSONFile(dir, name string, v any) (ok bool, err error) {
 	}
 	if err != nil {
 		return false, err
+	}
+	if len(data) == 0 {
+		return false, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -114,7 +134,7 @@ func writeRecord(dir string, pid int) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSONFile(dir, RecordFile, Record{PID: pid, Start: st.Start, BootID: boot})
+	return writeStateFile(dir, RecordFile, Record{PID: pid, Start: st.Start, BootID: boot})
 }
 
 // WriteStop records why the executor is stopping the group, unless an

@@ -53,3 +53,28 @@ func TestTheFirstStopReasonStands(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
 }
+
+// The supervisor's own files are written whole and owner-only without a
+// sync; an empty one, all a crash of the machine can leave of such a file,
+// reads as no file rather than as a damaged one.
+func TestUnsyncedStateFilesAndTheirCrashRemains(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeStateFile(dir, StatusFile, Status{Exited: true, ExitCode: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, StatusFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("status file %v, %v; want mode 0600", fi, err)
+	}
+	if st, ok, err := ReadStatus(dir); !ok || err != nil || !st.Exited || st.ExitCode != 3 {
+		t.Errorf("read back %+v, %v, %v", st, ok, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StatusFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := ReadStatus(dir); ok || err != nil {
+		t.Errorf("an empty status file read as %+v, %v, %v; want none", st, ok, err)
+	}
+}

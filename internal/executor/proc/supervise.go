@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // drainBound is how long the supervisor keeps reading output after the whole
@@ -61,7 +63,7 @@ func Supervise(dir string) error {
 	default:
 		st = superviseCommand(dir, l, stopped)
 	}
-	if err := WriteJSONFile(dir, StatusFile, st); err != nil {
+	if err := writeStateFile(dir, StatusFile, st); err != nil {
 		return fmt.Errorf("cannot record the exit status: %w", err)
 	}
 	return nil
@@ -256,20 +258,32 @@ func reapCommand(pid int) (syscall.WaitStatus, error) {
 // supervisor leads it, so pgid is its own pid) and reaps them, until no
 // child of the supervisor is left in it. A process that left the group is
 // not its business.
+//
+// As the group's subreaper the supervisor is an ancestor of every process
+// of its group, so when it has no child at all (wait4 says ECHILD, the
+// usual end of a command that left nothing running) the group holds
+// nothing but itself, and nothing is read from /proc. Otherwise the
+// members are found among its descendants
+// (/proc/<pid>/task/<tid>/children), never by scanning every process of
+// the machine.
 func endGroup(pgid int) {
 	for {
-		members, _ := groupMembers(pgid)
-		for _, pid := range members {
-			if pid != pgid {
-				signalMember(pid, pgid, unix.SIGKILL)
-			}
-		}
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(-pgid, &ws, 0, nil)
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) || got > 0 {
+			continue // reaped one (in the group or not): look again
+		}
+		if err != nil { // ECHILD: no descendant is left
+			return
+		}
+		for _, pid := range reaper.Descendants(pgid) {
+			signalMember(pid, pgid, unix.SIGKILL)
+		}
+		_, err = syscall.Wait4(-pgid, &ws, 0, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
-		if err != nil { // ECHILD: none left
+		if err != nil { // ECHILD: none left in the group
 			return
 		}
 	}

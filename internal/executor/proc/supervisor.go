@@ -85,7 +85,7 @@ func (s *Supervisor) Start(dir string, l Launch) (*Handle, error) {
 	if Started(dir) {
 		return nil, ErrAlreadyStarted
 	}
-	if err := WriteJSONFile(dir, LaunchFile, l); err != nil {
+	if err := writeStateFile(dir, LaunchFile, l); err != nil {
 		return nil, fmt.Errorf("cannot write the launch file: %w", err)
 	}
 	c, err := s.start(dir)
@@ -117,13 +117,20 @@ func (s *Supervisor) start(dir string) (*child, error) {
 	}
 	s.children[dir] = c
 	s.mu.Unlock()
-	go func() {
+	// The supervisor is waited for through a pidfd in the runtime's
+	// poller, so a live execution holds a parked goroutine and no thread;
+	// cmd.Wait then only reaps it, at once. Without pidfds the goroutine
+	// blocks in the wait, holding a thread.
+	reap := func() {
 		cmd.Wait()
 		s.mu.Lock()
 		delete(s.children, dir)
 		s.mu.Unlock()
 		close(c.done)
-	}()
+	}
+	if err := watchChild(c.pid, reap); err != nil {
+		go reap()
+	}
 	return c, nil
 }
 
@@ -269,9 +276,14 @@ func killMembers(pgid int, sig unix.Signal) {
 }
 
 // ClearGroup kills whatever is still alive in group pgid and waits, through
-// pidfds, until each has exited.
+// pidfds, until each has exited. A group with no process at all, not even
+// a zombie (kill(-pgid, 0) says ESRCH: the usual case once the supervisor
+// has been reaped), is clear without a look at /proc.
 func ClearGroup(ctx context.Context, pgid int) error {
 	for {
+		if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
+			return nil
+		}
 		members, err := groupMembers(pgid)
 		if err != nil {
 			return fmt.Errorf("cannot list the processes of group %d: %w", pgid, err)

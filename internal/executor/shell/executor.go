@@ -75,8 +75,9 @@ type Executor struct {
 }
 
 var (
-	_ executor.Executor    = (*Executor)(nil)
-	_ executor.Preflighter = (*Executor)(nil)
+	_ executor.Executor         = (*Executor)(nil)
+	_ executor.Preflighter      = (*Executor)(nil)
+	_ executor.EndpointOptional = (*Executor)(nil)
 )
 
 // New returns a shell executor.
@@ -175,6 +176,17 @@ func (e *Executor) Preflight(config json.RawMessage) error {
 	}
 	_, err = e.opts.Sandbox.Check()
 	return err
+}
+
+// NeedsEndpoint says whether a binding that grants no operation still
+// needs its execution's endpoint: only a sandboxed command does, whose
+// egress proxy is reached through the run directory. An unsandboxed
+// command then runs without OS_ENDPOINT and OS_TOKEN_FILE, and the host
+// makes no run directory, token file or socket for it. A config that does
+// not parse keeps the endpoint (Run refuses it anyway).
+func (e *Executor) NeedsEndpoint(config json.RawMessage) bool {
+	cfg, err := ParseConfig(config)
+	return err != nil || cfg.Sandbox.Enabled
 }
 
 // sandboxed turns the launch of cfg into bwrap's: the work directory (or
