@@ -70,7 +70,7 @@ var rules = map[string][]string{
 
 	"internal/runs": {"internal/atomicfile", "internal/unixsock"},
 	// packages: installed packages, their manifest and runtime contract.
-	"internal/packages":       {"extension", "internal/executor"},
+	"internal/packages":       {"extension", "internal/atomicfile", "internal/executor"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
