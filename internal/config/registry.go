@@ -511,3 +511,17 @@ func (r *Registry) snapshot() *Registry {
 	r.operatorMu.RUnlock()
 	return c
 }
+
+// Without returns a copy of the registry without the extension name (its
+// operations, toolsets, checks and opt-in), the playbooks and the
+// executors given: what a configuration would be validated against once
+// they are removed. It changes nothing of r.
+func (r *Registry) Without(name string, playbooks, executors []string) *Registry {
+	c := r.snapshot()
+	_ = c.RemoveExtension(name)
+	c.RemovePlaybooks(playbooks)
+	for _, e := range executors {
+		_ = c.RemoveExecutor(e)
+	}
+	return c
+}

@@ -44,6 +44,9 @@ type Record struct {
 	// Accepted are the permissions the operator accepted.
 	Accepted    []string  `json:"accepted_permissions"`
 	InstalledAt time.Time `json:"installed_at"`
+	// Manifest is the manifest as installed: what the host still knows
+	// of a package whose files changed since.
+	Manifest Manifest `json:"manifest"`
 }
 
 // ChangedError refuses an installed package whose files differ from the
@@ -195,7 +198,7 @@ func (s *Store) Install(src string, m Manifest, digest string, accepted []string
 	if kind == "" {
 		kind = KindProtocol
 	}
-	rec := Record{Name: m.Name, Version: m.Version, Kind: kind, Digest: digest, Accepted: slices.Clone(accepted), InstalledAt: s.Now().UTC()}
+	rec := Record{Name: m.Name, Version: m.Version, Kind: kind, Digest: digest, Accepted: slices.Clone(accepted), InstalledAt: s.Now().UTC(), Manifest: m}
 	if rec.Accepted == nil {
 		rec.Accepted = []string{}
 	}
@@ -224,7 +227,7 @@ func (s *Store) Install(src string, m Manifest, digest string, accepted []string
 		_ = os.RemoveAll(old)
 	}
 	syncDir(s.Dir)
-	return Installed{Manifest: m, Dir: filepath.Join(target, FilesDir), Digest: digest, Accepted: slices.Clone(rec.Accepted)}, rec, nil
+	return Installed{Manifest: m, Dir: filepath.Join(target, FilesDir), Digest: digest, Accepted: slices.Clone(rec.Accepted), Verify: func() error { return s.Verify(m.Name) }}, rec, nil
 }
 
 // copyTree copies src's directories and regular files to dst (which must
@@ -321,7 +324,7 @@ func (s *Store) Load(name string, opts CheckOptions) (Installed, *Checked, Recor
 	if !c.Valid() || c.Manifest.Name != name {
 		return Installed{}, c, rec, &ChangedError{Name: name}
 	}
-	return Installed{Manifest: c.Manifest, Dir: files, Digest: rec.Digest, Accepted: slices.Clone(rec.Accepted)}, c, rec, nil
+	return Installed{Manifest: c.Manifest, Dir: files, Digest: rec.Digest, Accepted: slices.Clone(rec.Accepted), Verify: func() error { return s.Verify(name) }}, c, rec, nil
 }
 
 // Verify checks that an installed package's files still match its

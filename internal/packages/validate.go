@@ -69,6 +69,7 @@ const (
 	CodeEnvNotLiteral      = "env_not_literal"     // an env value that looks like a secret reference
 	CodeMCPProvides        = "mcp_provides"        // a KindMCP manifest declares provides
 	CodeUnreadable         = "unreadable"          // the package directory or a file cannot be read
+	CodeUnsupportedFile    = "unsupported_file"    // a symlink, a device, or more files than install copies
 
 	// WarnPermissionUnused: a permission asked for that nothing the
 	// package provides uses.
@@ -99,8 +100,9 @@ type CheckOptions struct {
 	// registration of the host").
 	Taken func(name string) (by string, taken bool)
 	// Playbook says whether another registration provides a playbook of
-	// this name (an executor may start its turns on one).
-	Playbook func(name string) bool
+	// this name: an executor may start its turns on one, and the package
+	// may not provide one of the same name.
+	Playbook func(pkg, name string) bool
 }
 
 // Checked is a manifest read and checked from a package directory.
@@ -110,6 +112,17 @@ type Checked struct {
 	Warnings    []Warning
 	// Playbooks are the playbooks' Markdown as read, when valid.
 	Playbooks []extension.Playbook
+}
+
+// InvalidError refuses a package whose manifest does not check (or whose
+// files cannot be installed), with every problem.
+type InvalidError struct {
+	Diagnostics []Diagnostic
+	Warnings    []Warning
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("the package does not check: %d problems", len(e.Diagnostics))
 }
 
 // Valid reports whether the manifest has no problem.
@@ -404,6 +417,9 @@ func (v *checker) playbooks() {
 			continue
 		}
 		seen[pb.Name] = true
+		if v.opts.Playbook != nil && v.opts.Playbook(m.Name, pb.Name) {
+			v.c.add(ptr+"/name", CodeNameTaken, "another extension or the operator's playbooks already have a playbook of this name: choose another")
+		}
 		if pb.File == "" {
 			v.c.add(ptr+"/file", CodeMissingField, "give the path of the playbook's Markdown, relative to the package directory")
 			continue
@@ -460,7 +476,7 @@ func (v *checker) executors() {
 			continue
 		}
 		own := slices.ContainsFunc(m.Provides.Playbooks, func(p Playbook) bool { return p.Name == ex.Playbook })
-		if !own && (v.opts.Playbook == nil || !v.opts.Playbook(ex.Playbook)) {
+		if !own && (v.opts.Playbook == nil || !v.opts.Playbook(m.Name, ex.Playbook)) {
 			v.c.add(ptr+"/playbook", CodeUnknownPlaybook, "no playbook of this name is provided here or registered by another extension: list it in provides.playbooks or correct the name")
 		}
 	}

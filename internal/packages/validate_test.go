@@ -148,6 +148,7 @@ func TestCheckRefusals(t *testing.T) {
 			return edit(t, `{"name": "deploying", "file"`, `{"name": "Deploying", "file"`, `"playbook": "deploying"`, `"playbook": "Deploying"`)
 		}, pointer: "/provides/playbooks/0/name", code: CodeInvalidName},
 		{name: "executor playbook unknown", manifest: func(t *testing.T) string { return edit(t, `"playbook": "deploying"`, `"playbook": "elsewhere"`) }, pointer: "/provides/executors/0/playbook", code: CodeUnknownPlaybook},
+		{name: "playbook name taken", manifest: func(*testing.T) string { return goodManifest }, taken: []string{"deploying"}, pointer: "/provides/playbooks/0/name", code: CodeNameTaken},
 		{name: "executor bad kind", manifest: func(t *testing.T) string { return edit(t, `"kind": "runner"`, `"kind": "Runner"`) }, pointer: "/provides/executors/0/kind", code: CodeInvalidName},
 		{name: "undeclared permission", manifest: func(t *testing.T) string { return edit(t, `"executor.run"]`, `"executor.run", "network.any"]`) }, pointer: "/permissions/3", code: CodeUnknownPermission},
 		{name: "gate without its permission", manifest: func(t *testing.T) string { return edit(t, `["operation.gate", `, `[`) }, pointer: "/provides/operation_gate", code: CodePermissionRequired},
@@ -166,7 +167,7 @@ func TestCheckRefusals(t *testing.T) {
 			}
 			opts := CheckOptions{Taken: func(name string) (string, bool) {
 				return "another installed package", slices.Contains(tc.taken, name)
-			}}
+			}, Playbook: func(_, name string) bool { return slices.Contains(tc.taken, name) }}
 			c := Check(writePackage(t, tc.manifest(t), files), opts)
 			found := slices.ContainsFunc(c.Diagnostics, func(d Diagnostic) bool {
 				return d.Code == tc.code && (tc.pointer == "" || d.Pointer == tc.pointer)
@@ -205,7 +206,7 @@ func TestCheckAcceptsAnMCPManifestAndAnotherRegistrationsPlaybook(t *testing.T) 
 		t.Fatalf("mcp: %v", c.Diagnostics)
 	}
 	m := strings.Replace(goodManifest, `"playbook": "deploying"`, `"playbook": "github-author"`, 1)
-	c := Check(writePackage(t, m, goodFiles), CheckOptions{Playbook: func(name string) bool { return name == "github-author" }})
+	c := Check(writePackage(t, m, goodFiles), CheckOptions{Playbook: func(_, name string) bool { return name == "github-author" }})
 	if !c.Valid() {
 		t.Fatalf("diagnostics %v", c.Diagnostics)
 	}
