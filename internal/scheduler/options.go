@@ -133,11 +133,12 @@ type Options struct {
 	Limits Limits
 	// Executors by name.
 	Executors map[string]executor.Executor
+	Bindings  BindingLookup
+
 	// MoreExecutors, when set, is asked for an executor Executors does not
 	// hold (nil: none): the executors installed packages add and remove
 	// while the daemon runs.
 	MoreExecutors func(name string) executor.Executor
-	Bindings  BindingLookup
 	// Toolbelt issues tokens; optional. When set, ToolbeltEndpoints is
 	// required.
 	Toolbelt          toolbelt.TokenIssuer
