@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/open-conduit/open-conduit/api"
 )
@@ -214,6 +217,16 @@ func TestPackageInstallRefusesSquattersAndUndeclaredPermissions(t *testing.T) {
 			t.Errorf("%s --json: exit %d %q", name, code, stderr)
 		}
 	}
+	// Installing needs the admin role; listing, view.
+	vera := e.addOperator("vera", "operate")
+	good := e.writePackageDir("deploy", strings.Replace(deployManifest, "VERSION", "1.0.0", 1))
+	code, _, stderr := e.cli("--token-file", vera.file, "packages", "install", good, "--accept-permissions")
+	if code != 1 || !strings.Contains(stderr, "forbidden_role") || !strings.Contains(stderr, "admin") {
+		t.Errorf("an operate credential's install: exit %d %q", code, stderr)
+	}
+	if code, _, stderr := e.cli("--token-file", vera.file, "packages", "list"); code != 0 {
+		t.Errorf("an operate credential's list: exit %d %q", code, stderr)
+	}
 	var list api.Page[api.Package]
 	e.cliJSON(&list, "packages", "list")
 	if len(list.Items) != 0 {
@@ -278,4 +291,69 @@ func TestChangedPackageIsRefusedUntilReinstalled(t *testing.T) {
 	}
 	_, rep, _ = e.doctor()
 	findingOf(t, rep, "package_crash_loop", "error")
+}
+
+// onTerminal runs the CLI with a pseudo-terminal as its standard input,
+// the answer already typed on it.
+func (e *env) onTerminal(answer string, args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		e.t.Skipf("no pseudo-terminals here (/dev/ptmx): %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		e.t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer tty.Close()
+	if _, err := ptmx.WriteString(answer + "\n"); err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := within()
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.openConduit, args...)
+	cmd.Env = e.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &out, &errb
+	err = cmd.Run()
+	return exitCode(err), out.String(), errb.String()
+}
+
+// On a terminal, install asks y/N after showing the package: no (or
+// anything but yes) installs nothing, yes installs it.
+func TestPackageInstallAsksOnATerminal(t *testing.T) {
+	e := newEnv(t)
+	e.startTestDaemon("E2E_PACKAGE_ECHO=1")
+	// It provides a gate, so it asks for operation.gate.
+	manifest := strings.Replace(deployManifest, "VERSION", "1.0.0", 1)
+	manifest = strings.Replace(manifest, `"toolsets"`, `"operation_gate": true, "toolsets"`, 1)
+	manifest = strings.Replace(manifest, `"run":`, `"permissions": ["operation.gate"], "run":`, 1)
+	src := e.writePackageDir("deploy", manifest)
+	code, out, stderr := e.onTerminal("n", "packages", "install", src)
+	if code != 1 || !strings.Contains(out, "Install deploy 1.0.0 with these permissions? [y/N]") || !strings.Contains(out, "operation.gate: its gate is asked") ||
+		!strings.Contains(stderr, "not accepted") {
+		t.Fatalf("answered no: exit %d %q %q", code, out, stderr)
+	}
+	var list api.Page[api.Package]
+	e.cliJSON(&list, "packages", "list")
+	if len(list.Items) != 0 {
+		t.Fatalf("installed on no: %+v", list.Items)
+	}
+	code, out, stderr = e.onTerminal("y", "packages", "install", src)
+	if code != 0 || !strings.Contains(out, "Installed deploy 1.0.0") {
+		t.Fatalf("answered yes: exit %d %q %q", code, out, stderr)
+	}
+	var shown api.Package
+	e.cliJSON(&shown, "packages", "show", "deploy")
+	if len(shown.Permissions) != 1 || shown.Permissions[0] != "operation.gate" {
+		t.Fatalf("accepted %v", shown.Permissions)
+	}
 }
