@@ -121,6 +121,9 @@ func (p *pkgHost) executor(name string) executor.Executor {
 // register). A package that cannot run is logged, and shown in packages
 // list and doctor; it never stops the start.
 func (p *pkgHost) startAll(ctx context.Context) error {
+	if err := p.store.Sweep(); err != nil {
+		p.log.Warn("cannot clear what an interrupted package install left", "dir", p.store.Dir, "error", err.Error())
+	}
 	names, err := p.store.Names()
 	if err != nil {
 		return fmt.Errorf("cannot read the installed packages in %s: %w", p.store.Dir, err)

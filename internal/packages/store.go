@@ -284,6 +284,26 @@ func (s *Store) Names() ([]string, error) {
 	return out, nil
 }
 
+// Sweep removes what an install or a remove cut short left in the store
+// (its staging and set-aside directories); the daemon calls it at start,
+// before any install can run.
+func (s *Store) Sweep() error {
+	ents, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".install-") || strings.HasPrefix(e.Name(), ".remove-") {
+			errs = append(errs, os.RemoveAll(filepath.Join(s.Dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Record reads an installed package's record.
 func (s *Store) Record(name string) (Record, error) {
 	if extension.RegistrationName(name) != nil {

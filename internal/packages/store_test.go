@@ -215,3 +215,22 @@ func TestReinstallReplacesAndRemoveDeletes(t *testing.T) {
 		t.Fatalf("left %v behind", ents)
 	}
 }
+
+func TestSweepClearsWhatAnInterruptedInstallLeft(t *testing.T) {
+	s, _, _ := installGood(t)
+	for _, d := range []string{".install-deploy-123", ".remove-deploy-x"} {
+		if err := os.MkdirAll(filepath.Join(s.Dir, d, "files"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(s.Dir)
+	if len(ents) != 1 || ents[0].Name() != "deploy" {
+		t.Fatalf("left %v", ents)
+	}
+	if err := s.Verify("deploy"); err != nil {
+		t.Fatal(err)
+	}
+}
