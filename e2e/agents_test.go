@@ -17,6 +17,8 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/executor/agent/agenttest"
+	"github.com/open-conduit/open-conduit/internal/executor/proc"
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // This file holds the end-to-end evidence of the agent executors (issue
@@ -314,38 +316,12 @@ func killAgentGroups(state string) {
 
 // family lists root and every live process descended from it, whatever
 // its group: an MCP server the CLI started in a group of its own counts.
+// Zombies are left out: this machine's init may not reap them.
 func family(root int) []int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil {
-			parent[pid] = ppid
-		}
-	}
 	var out []int
-	for pid := range parent {
-		for p := pid; p > 1; p = parent[p] {
-			if p == root {
-				out = append(out, pid)
-				break
-			}
+	for _, pid := range append([]int{root}, reaper.Descendants(root)...) {
+		if st, err := proc.ReadProcStat(pid); err == nil && st.State != 'Z' && st.State != 'X' {
+			out = append(out, pid)
 		}
 	}
 	slices.Sort(out)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/daemon"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // The model is driven as bubbletea drives it (Update with key messages,
@@ -169,27 +169,7 @@ func (w *world) stop() {
 }
 
 // children are the live or unreaped child processes of the test process.
-func children() []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ...": fields after the last ')'.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(self) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func children() []int { return reaper.Children(os.Getpid()) }
 
 func (w *world) create(binding string) string {
 	w.t.Helper()
