@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
@@ -65,10 +66,19 @@ type Store struct {
 	readers *sql.DB
 	wstmts  *stmtCache
 	rstmts  *stmtCache
-	mu      sync.Mutex
-	closed  bool
 	clock   clock.Clock
 	commit  func(time.Duration)
+
+	// The group commit's state (group.go).
+	mu     sync.Mutex
+	closed bool
+	busy   bool      // the writer is taken: a batch is open or committing
+	queue  []*member // callers waiting for their turn
+	idle   sync.Cond // broadcast when busy turns false
+	// cur is the open batch; only the caller holding the turn touches it.
+	cur *batch
+	// batches counts the batches committed: the writer's fsyncs.
+	batches atomic.Int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -138,57 +148,23 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	readers.SetMaxIdleConns(opts.Readers)
 	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit}
 	s.queries = queries{q: poolQuerier{c: s.rstmts}}
+	s.idle.L = &s.mu
 	return s, nil
 }
 
-// WithTx runs fn in the write transaction. The transaction is not bound to
-// ctx's cancellation (queries inside it are), so a cancelled caller always
-// gets a clean rollback and never a half-finished commit.
-func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("sqlite: the store is closed")
-	}
-	sqlTx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-		// The writer's connection is free again: prepare what the
-		// transaction ran unprepared.
-		s.wstmts.flush(context.WithoutCancel(ctx))
-	}()
-	if err := fn(&tx{queries: queries{q: txQuerier{tx: sqlTx, c: s.wstmts}}}); err != nil {
-		done = true
-		if rerr := sqlTx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rerr))
-		}
-		return err
-	}
-	done = true
-	began := s.clock.Now()
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	if s.commit != nil {
-		s.commit(s.clock.Now().Sub(began))
-	}
-	return nil
-}
-
-// Close closes the connections. It waits for a running transaction.
+// Close closes the connections. It refuses new transactions and waits for
+// those already queued to end.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
+	for s.busy {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
 	s.rstmts.close()
 	s.wstmts.close()
 	return errors.Join(s.readers.Close(), s.writer.Close())
@@ -202,10 +178,12 @@ func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("sqlite: bad pragma name %q", name)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Read in a turn of its own, so that it never waits on the writer's
+	// connection while a batch holds it.
 	var v string
-	err := s.writer.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	err := s.WithTx(ctx, func(t storage.Tx) error {
+		return t.(*tx).q.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	})
 	return v, err
 }
 
