@@ -222,6 +222,10 @@ func (s *Store) finish(b *batch) {
 		began := s.clock.Now()
 		if cerr := b.tx.Commit(); cerr != nil {
 			err = fmt.Errorf("sqlite: commit: %w", cerr)
+			// A COMMIT SQLite refused (a deferred constraint, say) leaves
+			// the transaction open on the connection, and database/sql
+			// has let go of it: end it, so the next batch can begin.
+			_, _ = s.writer.ExecContext(context.Background(), `ROLLBACK`)
 		} else {
 			s.batches.Add(1)
 			if s.commit != nil {
