@@ -1,8 +1,10 @@
 // Package sqlite is the embedded coordination store: storage.Store on one
-// SQLite file in WAL mode, with exactly one writer connection (writes are
-// serialised in-process by a mutex, so the single writer never waits on
-// SQLITE_BUSY), a pool of query-only readers, busy_timeout, foreign keys, and
-// the numbered migrations embedded in migrations/ applied at open.
+// SQLite file in WAL mode, with exactly one writer connection (write
+// transactions queue in-process for it, so the single writer never waits on
+// SQLITE_BUSY, and the transactions queued together commit as one batch,
+// each in its own savepoint: see group.go), a pool of query-only readers,
+// busy_timeout, foreign keys, and the numbered migrations embedded in
+// migrations/ applied at open.
 //
 // synchronous is FULL by default: in WAL mode NORMAL can lose the last
 // committed transactions on power loss (the WAL is not synced at each
@@ -12,7 +14,9 @@
 //
 // It must never decide anything about Work or executions (that is the
 // runtime's and the scheduler's job), and never let an
-// engine error other than the storage sentinels escape a fenced update.
+// engine error other than the storage sentinels escape a fenced update, and
+// never answer a write transaction with nil before its batch's COMMIT has
+// returned.
 // The clock it is given stamps applied migrations and nothing else.
 package sqlite
 
