@@ -59,7 +59,8 @@ type Options struct {
 	// Clock stamps applied migrations (required) and times commits.
 	Clock clock.Clock
 	// OnCommit, when set, is told how long each successful commit of a
-	// write transaction took (the daemon's commit latency histogram).
+	// write transaction took (the daemon's commit latency histogram): once
+	// per batch of group commit, which is one COMMIT and one fsync.
 	OnCommit func(time.Duration)
 }
 
