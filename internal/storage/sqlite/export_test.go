@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // RawForTest opens the file with the driver alone, without migrations, so a
@@ -27,4 +28,22 @@ func ApplyMigrationsForTest(ctx context.Context, db *sql.DB, ms []TestMigration)
 		list = append(list, migration{version: m.Version, name: m.Name, sql: m.SQL})
 	}
 	return applyMigrations(ctx, db, clock.System{}, list)
+}
+
+// BatchesForTest is how many batches the store has committed (its
+// writer's fsyncs).
+func (s *Store) BatchesForTest() int64 { return s.batches.Load() }
+
+// QueuedForTest is how many callers wait for their turn.
+func (s *Store) QueuedForTest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// ExecForTest runs a statement of the test's own in the caller's
+// savepoint.
+func ExecForTest(ctx context.Context, t storage.Tx, query string) error {
+	_, err := t.(*tx).q.ExecContext(ctx, query)
+	return err
 }

@@ -233,6 +233,15 @@ func (q queries) ListEvents(ctx context.Context, p *storage.ListEventsParams) ([
 	w.eq("type", p.Type)
 	w.eq("root", p.Root)
 	w.eq("correlation_key", p.CorrelationKey)
+	// Redundant with the equalities above, these let SQLite use the
+	// partial indexes events_work and events_key, which it cannot prove
+	// usable from a bound value alone.
+	if p.Work != "" {
+		w.add("work <> ''")
+	}
+	if p.CorrelationKey != "" {
+		w.add("correlation_key <> ''")
+	}
 	if p.UntilSeq > 0 {
 		w.add("seq <= ?", p.UntilSeq)
 	}

@@ -1,8 +1,10 @@
 // Package sqlite is the embedded coordination store: storage.Store on one
-// SQLite file in WAL mode, with exactly one writer connection (writes are
-// serialised in-process by a mutex, so the single writer never waits on
-// SQLITE_BUSY), a pool of query-only readers, busy_timeout, foreign keys, and
-// the numbered migrations embedded in migrations/ applied at open.
+// SQLite file in WAL mode, with exactly one writer connection (write
+// transactions queue in-process for it, so the single writer never waits on
+// SQLITE_BUSY, and the transactions queued together commit as one batch,
+// each in its own savepoint: see group.go), a pool of query-only readers,
+// busy_timeout, foreign keys, and the numbered migrations embedded in
+// migrations/ applied at open.
 //
 // synchronous is FULL by default: in WAL mode NORMAL can lose the last
 // committed transactions on power loss (the WAL is not synced at each
@@ -12,7 +14,9 @@
 //
 // It must never decide anything about Work or executions (that is the
 // runtime's and the scheduler's job), and never let an
-// engine error other than the storage sentinels escape a fenced update.
+// engine error other than the storage sentinels escape a fenced update, and
+// never answer a write transaction with nil before its batch's COMMIT has
+// returned.
 // The clock it is given stamps applied migrations and nothing else.
 package sqlite
 
@@ -28,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
@@ -54,7 +59,8 @@ type Options struct {
 	// Clock stamps applied migrations (required) and times commits.
 	Clock clock.Clock
 	// OnCommit, when set, is told how long each successful commit of a
-	// write transaction took (the daemon's commit latency histogram).
+	// write transaction took (the daemon's commit latency histogram): once
+	// per batch of group commit, which is one COMMIT and one fsync.
 	OnCommit func(time.Duration)
 }
 
@@ -65,10 +71,19 @@ type Store struct {
 	readers *sql.DB
 	wstmts  *stmtCache
 	rstmts  *stmtCache
-	mu      sync.Mutex
-	closed  bool
 	clock   clock.Clock
 	commit  func(time.Duration)
+
+	// The group commit's state (group.go).
+	mu     sync.Mutex
+	closed bool
+	busy   bool      // the writer is taken: a batch is open or committing
+	queue  []*member // callers waiting for their turn
+	idle   sync.Cond // broadcast when busy turns false
+	// cur is the open batch; only the caller holding the turn touches it.
+	cur *batch
+	// batches counts the batches committed: the writer's fsyncs.
+	batches atomic.Int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -138,57 +153,23 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	readers.SetMaxIdleConns(opts.Readers)
 	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit}
 	s.queries = queries{q: poolQuerier{c: s.rstmts}}
+	s.idle.L = &s.mu
 	return s, nil
 }
 
-// WithTx runs fn in the write transaction. The transaction is not bound to
-// ctx's cancellation (queries inside it are), so a cancelled caller always
-// gets a clean rollback and never a half-finished commit.
-func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("sqlite: the store is closed")
-	}
-	sqlTx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-		// The writer's connection is free again: prepare what the
-		// transaction ran unprepared.
-		s.wstmts.flush(context.WithoutCancel(ctx))
-	}()
-	if err := fn(&tx{queries: queries{q: txQuerier{tx: sqlTx, c: s.wstmts}}}); err != nil {
-		done = true
-		if rerr := sqlTx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rerr))
-		}
-		return err
-	}
-	done = true
-	began := s.clock.Now()
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	if s.commit != nil {
-		s.commit(s.clock.Now().Sub(began))
-	}
-	return nil
-}
-
-// Close closes the connections. It waits for a running transaction.
+// Close closes the connections. It refuses new transactions and waits for
+// those already queued to end.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
+	for s.busy {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
 	s.rstmts.close()
 	s.wstmts.close()
 	return errors.Join(s.readers.Close(), s.writer.Close())
@@ -202,10 +183,12 @@ func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("sqlite: bad pragma name %q", name)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Read in a turn of its own, so that it never waits on the writer's
+	// connection while a batch holds it.
 	var v string
-	err := s.writer.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	err := s.WithTx(ctx, func(t storage.Tx) error {
+		return t.(*tx).q.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	})
 	return v, err
 }
 

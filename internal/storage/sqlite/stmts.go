@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // maxCachedStmts bounds the statement cache of one pool: the queries are
@@ -115,14 +117,49 @@ func (p poolQuerier) QueryRowContext(ctx context.Context, query string, args ...
 	return p.c.db.QueryRowContext(ctx, query, args...)
 }
 
-// txQuerier runs queries in the write transaction, through the writer's
-// cached statements when they exist.
+// txQuerier runs one caller's queries in the write transaction (its
+// savepoint of the batch), through the writer's cached statements when they
+// exist.
+//
+// The caller's context is checked before each statement and never handed
+// to the driver: the driver interrupts a statement whose context ends, and
+// SQLite answers an interrupted write by rolling back the whole
+// transaction, the other callers of the batch with it. Once the caller's
+// turn has ended (ended), its queries fail: a function that kept its Tx
+// must not write into another caller's savepoint.
 type txQuerier struct {
-	tx *sql.Tx
-	c  *stmtCache
+	tx    *sql.Tx
+	c     *stmtCache
+	ended atomic.Bool
 }
 
-func (t txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+var errTxEnded = errors.New("sqlite: the transaction has ended")
+
+// endedCtx is done, so that database/sql refuses a statement on it before
+// the driver sees it.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errTxEnded)
+	return ctx
+}()
+
+// runCtx is the context a statement runs under: ctx without its
+// cancellation while ctx is live, else a done context database/sql refuses.
+func (t *txQuerier) runCtx(ctx context.Context) context.Context {
+	switch {
+	case t.ended.Load():
+		return endedCtx
+	case ctx.Err() != nil:
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+func (t *txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.ended.Load() {
+		return nil, errTxEnded
+	}
+	ctx = t.runCtx(ctx)
 	if st := t.c.lookup(query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -130,7 +167,11 @@ func (t txQuerier) ExecContext(ctx context.Context, query string, args ...any) (
 	return t.tx.ExecContext(ctx, query, args...)
 }
 
-func (t txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t *txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.ended.Load() {
+		return nil, errTxEnded
+	}
+	ctx = t.runCtx(ctx)
 	if st := t.c.lookup(query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -138,7 +179,8 @@ func (t txQuerier) QueryContext(ctx context.Context, query string, args ...any) 
 	return t.tx.QueryContext(ctx, query, args...)
 }
 
-func (t txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t *txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = t.runCtx(ctx)
 	if st := t.c.lookup(query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

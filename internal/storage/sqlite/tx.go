@@ -52,7 +52,9 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
 	}
 	if p.DeliveryID != "" {
-		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ?`, p.Source, p.DeliveryID); err != nil {
+		// The redundant delivery_id <> '' lets SQLite use the partial
+		// index events_delivery (it cannot prove it of a bound value).
+		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ? AND delivery_id <> ''`, p.Source, p.DeliveryID); err != nil {
 			return storage.Event{}, err
 		} else if dup {
 			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
@@ -63,7 +65,9 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 		data = json.RawMessage(`{}`)
 	}
 	// The sequence is the next number after the highest one, inside the
-	// single writer's transaction: gap-free and in commit order.
+	// single writer's transaction: gap-free and in commit order. In a
+	// batch, a caller rolled back to its savepoint takes its numbers back
+	// before the next caller allocates.
 	var seq int64
 	err := t.q.QueryRowContext(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
 		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
