@@ -93,6 +93,7 @@ type Server struct {
 	n        int
 	repos    map[string]*repoState // by lower-case owner/repo
 	created  int
+	hold     chan struct{} // while creations are held
 }
 
 type issued struct {
@@ -129,6 +130,7 @@ func New(t testing.TB, o Options) *Server {
 	s.srv.Listener = ln
 	s.srv.Start()
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(s.ReleaseCreations) // before Close, which waits for held answers
 	s.URL = s.srv.URL
 	return s
 }
@@ -229,7 +231,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rec.Auth = "token " + repo
-		status, v, link := s.repoAPI(r, m[1]+"/"+m[2], m[3], body)
+		status, v, link, hold := s.repoAPI(r, m[1]+"/"+m[2], m[3], body)
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		}
 		if link != "" {
 			w.Header().Set("Link", link)
 		}

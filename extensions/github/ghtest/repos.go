@@ -151,7 +151,43 @@ var notFound = ghError{"Not Found"}
 // Link header with next and last before the last page, prev and first
 // after the first); issue comments and reviews are listed oldest first,
 // pull requests newest first. Bodies are kept and answered verbatim.
-func (s *Server) repoAPI(r *http.Request, full, rest string, body []byte) (int, any, string) {
+// A creation's answer waits, while creations are held, until the client
+// goes away or they are released (the returned channel is nil when the
+// request created nothing or nothing is held).
+func (s *Server) repoAPI(r *http.Request, full, rest string, body []byte) (int, any, string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.created
+	status, v, link := s.repoRequest(r, full, rest, body)
+	if s.created != before && s.hold != nil {
+		return status, v, link, s.hold
+	}
+	return status, v, link, nil
+}
+
+// HoldCreations makes every later creation (a comment, a pull request, a
+// review, a merge) happen and then hold its answer until the client goes
+// away or ReleaseCreations, as when GitHub's answer is lost: a test can
+// end the client meanwhile.
+func (s *Server) HoldCreations() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		s.hold = make(chan struct{})
+	}
+}
+
+// ReleaseCreations answers the held creations and holds no more.
+func (s *Server) ReleaseCreations() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold != nil {
+		close(s.hold)
+		s.hold = nil
+	}
+}
+
+func (s *Server) repoRequest(r *http.Request, full, rest string, body []byte) (int, any, string) {
 	var in map[string]any
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 		if len(body) == 0 {
@@ -166,8 +202,6 @@ func (s *Server) repoAPI(r *http.Request, full, rest string, body []byte) (int, 
 		return v, ok
 	}
 	owner, _, _ := strings.Cut(full, "/")
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.repo(full)
 	switch m := issueCommentsRoute.FindStringSubmatch(rest); {
 	case m != nil && r.Method == http.MethodPost:
