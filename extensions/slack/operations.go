@@ -33,15 +33,18 @@ const (
 	// DefaultWaitTimeout and MaxWaitTimeout bound slack.wait.reply.
 	DefaultWaitTimeout = 24 * time.Hour
 	MaxWaitTimeout     = 30 * 24 * time.Hour
-	// dedupePages bounds the pages of the thread read to find a reply an
-	// earlier run of the same request posted.
+	// dedupePages bounds the pages of 200 read to find a message an
+	// earlier run of the same request posted: the thread's first 1,000
+	// messages (conversations.replies answers oldest first), or the
+	// channel's 1,000 newest top-level messages for a post without a
+	// thread (conversations.history answers newest first).
 	dedupePages = 5
 )
 
 // replyMetadata is the event_type of the metadata every message the
-// operations post carries: the Work and the call's request ID, so a call
-// run again after a crash finds the message it posted instead of posting
-// it twice.
+// operations post carries: the Work, the execution and the call's request
+// ID (the host's request record is the execution's), so a call run again
+// after a crash finds the message it posted instead of posting it twice.
 const replyMetadata = "open_conduit_reply"
 
 // thread is the calling Work's own thread, from the Event a route started
@@ -257,24 +260,29 @@ func (e *Extension) post(ctx context.Context, auth extension.Authority, input js
 }
 
 // send posts text in channel (in the thread root when given), marked with
-// the Work and the request ID. With a request ID and a thread, a message
-// an earlier run of the same request posted is answered instead.
+// the Work, the execution and the request ID. With a request ID, a
+// message an earlier run of the same request posted is answered instead.
 func (e *Extension) send(ctx context.Context, op string, auth extension.Authority, channel, root, text string, broadcast bool) (json.RawMessage, error) {
 	cl, err := e.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if auth.RequestID != "" && root != "" {
+	if auth.RequestID != "" {
 		ts, err := findPosted(ctx, cl, channel, root, auth)
 		if err != nil {
 			return nil, slackError(op, err)
 		}
 		if ts != "" {
-			return json.Marshal(map[string]any{"channel": channel, "ts": ts, "thread_ts": root, "replayed": true})
+			thread := root
+			if thread == "" {
+				thread = ts
+			}
+			return json.Marshal(map[string]any{"channel": channel, "ts": ts, "thread_ts": thread, "replayed": true})
 		}
 	}
 	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false),
-		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: replyMetadata, EventPayload: map[string]any{"work": auth.Work, "request": auth.RequestID}})}
+		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: replyMetadata,
+			EventPayload: map[string]any{"work": auth.Work, "execution": auth.Execution, "request": auth.RequestID}})}
 	if root != "" {
 		opts = append(opts, slackapi.MsgOptionTS(root))
 		if broadcast {
@@ -295,19 +303,33 @@ func (e *Extension) send(ctx context.Context, op string, auth extension.Authorit
 	return json.Marshal(out)
 }
 
-// findPosted looks in the thread for the message this Work posted under
-// auth's request ID, and answers its ts ("" when there is none).
+// findPosted looks for the message this execution posted under auth's
+// request ID, and answers its ts ("" when there is none): in the thread
+// root, or among the channel's newest top-level messages when root is "".
+// Only a bot's message counts (metadata is an app's to set), and Slack
+// answers metadata only when include_all_metadata asks for it.
 func findPosted(ctx context.Context, cl *slackapi.Client, channel, root string, auth extension.Authority) (string, error) {
 	cursor := ""
 	for range dedupePages {
-		msgs, _, next, err := cl.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: root, Cursor: cursor, Limit: MaxPage, IncludeAllMetadata: true})
-		if err != nil {
-			return "", err
+		var msgs []slackapi.Message
+		var next string
+		if root != "" {
+			var err error
+			msgs, _, next, err = cl.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: root, Cursor: cursor, Limit: MaxPage, IncludeAllMetadata: true})
+			if err != nil {
+				return "", err
+			}
+		} else {
+			h, err := cl.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: channel, Cursor: cursor, Limit: MaxPage, IncludeAllMetadata: true})
+			if err != nil {
+				return "", err
+			}
+			msgs, next = h.Messages, h.ResponseMetaData.NextCursor
 		}
 		for _, m := range msgs {
-			md := m.Metadata
-			if md.EventType == replyMetadata && md.EventPayload["work"] == auth.Work && md.EventPayload["request"] == auth.RequestID {
+			if posted(m, auth) {
 				return m.Timestamp, nil
 			}
 		}
@@ -317,6 +339,14 @@ func findPosted(ctx context.Context, cl *slackapi.Client, channel, root string, 
 		cursor = next
 	}
 	return "", nil
+}
+
+// posted reports whether m is a bot's message marked with auth's Work,
+// execution and request ID.
+func posted(m slackapi.Message, auth extension.Authority) bool {
+	md := m.Metadata
+	return m.BotID != "" && md.EventType == replyMetadata && md.EventPayload["work"] == auth.Work &&
+		md.EventPayload["execution"] == auth.Execution && md.EventPayload["request"] == auth.RequestID
 }
 
 func (e *Extension) waitReply(ctx context.Context, auth extension.Authority, input json.RawMessage) (extension.WaitPlan, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	slackapi "github.com/slack-go/slack"
+
 	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extensions/slack/slacktest"
@@ -277,5 +279,129 @@ func TestWaitReply(t *testing.T) {
 	auth.Work = "wrk_manual"
 	if _, err := f.ops[OpWaitReply].Wait(context.Background(), auth, nil); codeOf(err) != CodeNoThread {
 		t.Fatalf("a Work with no thread: %v", err)
+	}
+}
+
+// callAs runs op as execution exe of work with request ID request.
+func (f *opsFixture) callAs(t *testing.T, op, work, exe, request, input string) map[string]any {
+	t.Helper()
+	auth := extension.Authority{Scope: "ops", Work: work, Execution: exe, Operation: op, RequestID: request, Config: f.cfg}
+	out, err := f.ops[op].Handler(context.Background(), auth, json.RawMessage(input))
+	if err != nil {
+		t.Fatalf("%s %s %s: %v", op, exe, request, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (f *opsFixture) requests(method string) []slacktest.Request {
+	var out []slacktest.Request
+	for _, r := range f.fake.Requests() {
+		if r.Method == method {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestPostsAreIdempotentOnRequestID(t *testing.T) {
+	f := newOps(t)
+	// A reply is keyed by the execution too: another execution's request
+	// with the same ID is a new request to the host, and posts.
+	r1 := f.callAs(t, OpReply, "wrk_1", "exe_1", "r-1", `{"text":"one"}`)
+	if again := f.callAs(t, OpReply, "wrk_1", "exe_1", "r-1", `{"text":"one"}`); again["ts"] != r1["ts"] || again["replayed"] != true {
+		t.Fatalf("again %v, first %v", again, r1)
+	}
+	if other := f.callAs(t, OpReply, "wrk_1", "exe_2", "r-1", `{"text":"one"}`); other["ts"] == r1["ts"] || other["replayed"] != nil {
+		t.Fatalf("another execution: %v", other)
+	}
+	if n := len(f.requests("chat.postMessage")); n != 2 {
+		t.Fatalf("%d posts, want 2", n)
+	}
+	for _, r := range f.requests("conversations.replies") {
+		if r.Form["include_all_metadata"] != "1" {
+			t.Fatalf("the thread was read without its metadata: %+v", r.Form)
+		}
+	}
+
+	// A post in a thread, and a post of a new message (looked for among
+	// the channel's newest messages), each twice.
+	p1 := f.callAs(t, OpPost, "wrk_manual", "exe_3", "p-1", `{"channel":"C0OPS","thread_ts":"`+f.root+`","text":"in the thread"}`)
+	if again := f.callAs(t, OpPost, "wrk_manual", "exe_3", "p-1", `{"channel":"C0OPS","thread_ts":"`+f.root+`","text":"in the thread"}`); again["ts"] != p1["ts"] || again["replayed"] != true {
+		t.Fatalf("post in a thread again %v, first %v", again, p1)
+	}
+	f.fake.Say("C0ELSE", "", "U0BOB", "before")
+	p2 := f.callAs(t, OpPost, "wrk_manual", "exe_3", "p-2", `{"channel":"C0ELSE","text":"new message"}`)
+	f.fake.Say("C0ELSE", "", "U0BOB", "after")
+	f.fake.Say("C0ELSE", p2["ts"].(string), "U0BOB", "a reply to it")
+	again := f.callAs(t, OpPost, "wrk_manual", "exe_3", "p-2", `{"channel":"C0ELSE","text":"new message"}`)
+	if again["ts"] != p2["ts"] || again["thread_ts"] != p2["ts"] || again["channel"] != "C0ELSE" || again["replayed"] != true {
+		t.Fatalf("new message again %v, first %v", again, p2)
+	}
+	hist := f.requests("conversations.history")
+	if len(hist) != 2 || hist[1].Form["channel"] != "C0ELSE" || hist[1].Form["include_all_metadata"] != "1" {
+		t.Fatalf("history requests %+v", hist)
+	}
+	// Another request ID posts again.
+	if p3 := f.callAs(t, OpPost, "wrk_manual", "exe_3", "p-3", `{"channel":"C0ELSE","text":"new message"}`); p3["ts"] == p2["ts"] || p3["replayed"] != nil {
+		t.Fatalf("another request: %v", p3)
+	}
+	if n := len(f.requests("chat.postMessage")); n != 5 {
+		t.Fatalf("%d posts, want 5", n)
+	}
+	var marked int
+	for _, m := range f.fake.Messages("C0ELSE") {
+		if m.Metadata["event_type"] == replyMetadata {
+			marked++
+			p, _ := m.Metadata["event_payload"].(map[string]any)
+			if p["work"] != "wrk_manual" || p["execution"] != "exe_3" || (p["request"] != "p-2" && p["request"] != "p-3") {
+				t.Errorf("metadata %v", m.Metadata)
+			}
+		}
+	}
+	if marked != 2 {
+		t.Fatalf("%d marked messages in C0ELSE, want 2", marked)
+	}
+}
+
+func TestOnlyABotsMarkedMessageIsTakenForAPost(t *testing.T) {
+	auth := extension.Authority{Work: "wrk_1", Execution: "exe_1", RequestID: "r-1"}
+	md := slackapi.SlackMetadata{EventType: replyMetadata, EventPayload: map[string]any{"work": "wrk_1", "execution": "exe_1", "request": "r-1"}}
+	if !posted(slackapi.Message{Msg: slackapi.Msg{BotID: "B0BOT", Metadata: md}}, auth) {
+		t.Fatal("the bot's own marked message is not found")
+	}
+	for name, m := range map[string]slackapi.Message{
+		"a person's":             {Msg: slackapi.Msg{User: "U0ALICE", Metadata: md}},
+		"another event type":     {Msg: slackapi.Msg{BotID: "B0BOT", Metadata: slackapi.SlackMetadata{EventType: "other", EventPayload: md.EventPayload}}},
+		"another request":        {Msg: slackapi.Msg{BotID: "B0BOT", Metadata: slackapi.SlackMetadata{EventType: replyMetadata, EventPayload: map[string]any{"work": "wrk_1", "execution": "exe_1", "request": "r-2"}}}},
+		"another execution":      {Msg: slackapi.Msg{BotID: "B0BOT", Metadata: slackapi.SlackMetadata{EventType: replyMetadata, EventPayload: map[string]any{"work": "wrk_1", "execution": "exe_2", "request": "r-1"}}}},
+		"metadata not asked for": {Msg: slackapi.Msg{BotID: "B0BOT"}},
+	} {
+		if posted(m, auth) {
+			t.Errorf("%s message is taken for the post", name)
+		}
+	}
+}
+
+func TestFakeAnswersMetadataOnlyWhenAsked(t *testing.T) {
+	f := newOps(t)
+	f.callAs(t, OpReply, "wrk_1", "exe_1", "r-1", `{"text":"one"}`)
+	cl := slackapi.New(botCanary, slackapi.OptionAPIURL(f.fake.URL()))
+	for _, all := range []bool{false, true} {
+		msgs, _, _, err := cl.GetConversationReplies(&slackapi.GetConversationRepliesParameters{ChannelID: "C0OPS", Timestamp: f.root, IncludeAllMetadata: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := msgs[len(msgs)-1].Metadata.EventType
+		if (got == replyMetadata) != all {
+			t.Fatalf("include_all_metadata %v: event_type %q", all, got)
+		}
+	}
+	// Metadata Slack would refuse is refused.
+	if _, _, err := cl.PostMessage("C0OPS", slackapi.MsgOptionText("x", false), slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: "bad type!"})); err == nil || !strings.Contains(err.Error(), "invalid_metadata_schema") {
+		t.Fatalf("bad metadata: %v", err)
 	}
 }

@@ -16,6 +16,11 @@
 // answers, never a wall clock, decide rate limits. It imports only the
 // public packages api and extension of the module.
 //
+// With a request ID, what an operation creates on GitHub (a comment, a
+// pull request, a review) ends with an HTML comment marking the execution
+// and the request ID, and a run again with the same ID answers what
+// carries that mark instead of creating it twice (see DedupeRecent).
+//
 // # Wiring it into the extension
 //
 // The extension package (extensions/github) registers these operations

@@ -15,7 +15,9 @@ const guideIssueView = "Read an issue or a pull request before working on it. " 
 
 const guideIssueComment = "Post a comment on an issue or pull request, to report progress, ask a question or answer a reviewer. " +
 	"Input `{\"repo\": \"owner/repo\", \"number\": 123, \"body\": \"Markdown\"}`; answers the new comment's `id` and `url`. " +
-	"Each call posts a new comment: do not repeat a call that succeeded."
+	"Each call posts a new comment: do not repeat a call that succeeded. " +
+	"With a request ID, the comment is marked with it (an HTML comment at its end, unseen on GitHub) and a call run again with the same ID " +
+	"answers the comment it posted (`replayed`) instead of posting twice."
 
 const guideIssueEdit = "Change an issue or pull request: `title`, `body`, `labels`, `assignees` (name at least one). " +
 	"`labels` and `assignees` are the whole new set and replace the current one (`[]` clears it); read the issue first " +
@@ -24,14 +26,16 @@ const guideIssueEdit = "Change an issue or pull request: `title`, `body`, `label
 const guidePRCreate = "Open a pull request once your branch is pushed (push with git, which gets its credential through `os git-credential`). " +
 	"Input `{\"repo\", \"title\", \"head\": \"my-branch\", \"base\": \"main\", \"body\"?, \"draft\"?}`; answers its `number` and `url`. " +
 	"Mention the issue it resolves in the body (`Fixes #123`). github_validation_failed usually means the branch was not pushed, " +
-	"has no commits beyond base, or a pull request for it already exists."
+	"has no commits beyond base, or a pull request for it already exists. " +
+	"With a request ID, a call run again with the same ID answers the pull request it opened (`replayed`)."
 
 const guideReviewRequest = "Ask for reviews of a pull request: `reviewers` (logins) and/or `team_reviewers` (team slugs). " +
 	"Answers who is now requested. The author of the pull request cannot be requested."
 
 const guideReview = "Submit your review of a pull request after reading it (github.issue.view, github.repo.file at its head). " +
 	"`event` is `approve`, `request_changes` or `comment`; `body` is required for the last two and should say concretely what to change and why. " +
-	"Pass `commit_id` (the head SHA you reviewed) so the review is not applied to commits you have not seen. Answers the review's `id` and `state`."
+	"Pass `commit_id` (the head SHA you reviewed) so the review is not applied to commits you have not seen. Answers the review's `id` and `state`. " +
+	"With a request ID, a call run again with the same ID answers the review it submitted (`replayed`)."
 
 const guideRepoFile = "Read one file at a branch, tag or commit without cloning: `{\"repo\", \"path\": \"docs/README.md\", \"ref\"?: \"main\"}`. " +
 	"Answers `content` (UTF-8 text, or base64 when `encoding` is `base64`), its blob `sha` and `size`. " +

@@ -473,8 +473,21 @@ func (s *service) issueComment(ctx context.Context, auth extension.Authority, in
 	if strings.TrimSpace(in.Body) == "" {
 		return nil, refuse(CodeInvalidInput, "%s: body must not be empty", OpIssueComment)
 	}
+	marker, err := requestMarker(OpIssueComment, auth)
+	if err != nil {
+		return nil, err
+	}
 	return s.call(ctx, auth, OpIssueComment, in.Repo, func(c *github.Client, owner, name string) (any, error) {
-		cm, _, err := c.Issues.CreateComment(ctx, owner, name, in.Number, github.IssueCommentRequest{Body: in.Body})
+		if marker != "" {
+			cm, err := findComment(ctx, c, owner, name, in.Number, marker)
+			if err != nil {
+				return nil, err
+			}
+			if cm != nil {
+				return map[string]any{"id": cm.GetID(), "url": cm.GetHTMLURL(), "replayed": true}, nil
+			}
+		}
+		cm, _, err := c.Issues.CreateComment(ctx, owner, name, in.Number, github.IssueCommentRequest{Body: withMarker(in.Body, marker)})
 		if err != nil {
 			return nil, err
 		}
@@ -537,8 +550,29 @@ func (s *service) prCreate(ctx context.Context, auth extension.Authority, input 
 	if strings.TrimSpace(in.Title) == "" || in.Head == "" || in.Base == "" {
 		return nil, refuse(CodeInvalidInput, "%s: title, head and base are required", OpPRCreate)
 	}
+	marker, err := requestMarker(OpPRCreate, auth)
+	if err != nil {
+		return nil, err
+	}
+	body := in.Body
+	if marker != "" {
+		b := ""
+		if in.Body != nil {
+			b = *in.Body
+		}
+		body = github.Ptr(withMarker(b, marker))
+	}
 	return s.call(ctx, auth, OpPRCreate, in.Repo, func(c *github.Client, owner, name string) (any, error) {
-		pr, _, err := c.PullRequests.Create(ctx, owner, name, github.CreatePullRequest{Title: &in.Title, Body: in.Body, Head: in.Head, Base: in.Base, Draft: in.Draft})
+		if marker != "" {
+			pr, err := findPull(ctx, c, owner, name, in.Head, in.Base, marker)
+			if err != nil {
+				return nil, err
+			}
+			if pr != nil {
+				return map[string]any{"number": pr.GetNumber(), "url": pr.GetHTMLURL(), "head": pr.GetHead().GetRef(), "base": pr.GetBase().GetRef(), "draft": pr.GetDraft(), "replayed": true}, nil
+			}
+		}
+		pr, _, err := c.PullRequests.Create(ctx, owner, name, github.CreatePullRequest{Title: &in.Title, Body: body, Head: in.Head, Base: in.Base, Draft: in.Draft})
 		if err != nil {
 			return nil, err
 		}
@@ -594,8 +628,29 @@ func (s *service) review(ctx context.Context, auth extension.Authority, input js
 	if event != "APPROVE" && (in.Body == nil || strings.TrimSpace(*in.Body) == "") {
 		return nil, refuse(CodeInvalidInput, "%s: a body is required to request changes or comment", OpReview)
 	}
+	marker, err := requestMarker(OpReview, auth)
+	if err != nil {
+		return nil, err
+	}
+	body := in.Body
+	if marker != "" {
+		b := ""
+		if in.Body != nil {
+			b = *in.Body
+		}
+		body = github.Ptr(withMarker(b, marker))
+	}
 	return s.call(ctx, auth, OpReview, in.Repo, func(c *github.Client, owner, name string) (any, error) {
-		r, _, err := c.PullRequests.CreateReview(ctx, owner, name, in.Number, &github.PullRequestReviewRequest{Event: &event, Body: in.Body, CommitID: in.CommitID})
+		if marker != "" {
+			r, err := findReview(ctx, c, owner, name, in.Number, marker)
+			if err != nil {
+				return nil, err
+			}
+			if r != nil {
+				return map[string]any{"id": r.GetID(), "state": r.GetState(), "url": r.GetHTMLURL(), "replayed": true}, nil
+			}
+		}
+		r, _, err := c.PullRequests.CreateReview(ctx, owner, name, in.Number, &github.PullRequestReviewRequest{Event: &event, Body: body, CommitID: in.CommitID})
 		if err != nil {
 			return nil, err
 		}
@@ -745,6 +800,14 @@ func (s *service) prMerge(ctx context.Context, auth extension.Authority, input j
 		}
 		r, _, err := c.PullRequests.Merge(ctx, owner, name, in.Number, msg, &github.PullRequestOptions{MergeMethod: in.Method, SHA: in.SHA, CommitTitle: in.CommitTitle})
 		if err != nil {
+			if status(err) == 405 && auth.RequestID != "" {
+				// Run again after a merge whose answer was lost: the pull
+				// request is merged, at the head the caller named.
+				pr, _, gerr := c.PullRequests.Get(ctx, owner, name, in.Number)
+				if gerr == nil && pr.GetMerged() && (in.SHA == "" || in.SHA == pr.GetHead().GetSHA()) {
+					return map[string]any{"merged": true, "sha": pr.GetMergeCommitSHA(), "replayed": true}, nil
+				}
+			}
 			if status(err) == 405 {
 				return nil, refuse(CodeNotMergeable, "%s: GitHub says the pull request cannot be merged as it is (405)", OpPRMerge)
 			}

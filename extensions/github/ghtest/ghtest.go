@@ -1,11 +1,12 @@
 // Package ghtest is a fake GitHub for tests: an HTTP server on 127.0.0.1
 // that serves the REST API a GitHub App's installation uses (the App's
 // installation lookup and token exchange, checked against the App's RS256
-// JWT; issue comments, checked against the installation tokens it issued)
-// under /api/v3/, and, when given a directory of bare repositories, git's
-// smart HTTP protocol through git's own `git http-backend` (net/http/cgi),
-// which requires basic auth with an installation token issued for that
-// repository. It records every request it served, so a test can check
+// JWT; issue comments, pull requests, their reviews and merges, checked
+// against the installation tokens it issued and kept as GitHub keeps them,
+// see repoAPI) under /api/v3/, and, when given a directory of bare
+// repositories, git's smart HTTP protocol through git's own `git
+// http-backend` (net/http/cgi), which requires basic auth with an
+// installation token issued for that repository. It records every request it served, so a test can check
 // what a real client sent.
 //
 // It is a test helper: no production package may import it. It never
@@ -90,6 +91,9 @@ type Server struct {
 	requests []Request
 	tokens   map[string]issued
 	n        int
+	repos    map[string]*repoState // by lower-case owner/repo
+	created  int
+	hold     chan struct{} // while creations are held
 }
 
 type issued struct {
@@ -116,7 +120,7 @@ func New(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{o: o, key: key, tokens: map[string]issued{},
+	s := &Server{o: o, key: key, tokens: map[string]issued{}, repos: map[string]*repoState{},
 		KeyPEM: string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -126,6 +130,7 @@ func New(t testing.TB, o Options) *Server {
 	s.srv.Listener = ln
 	s.srv.Start()
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(s.ReleaseCreations) // before Close, which waits for held answers
 	s.URL = s.srv.URL
 	return s
 }
@@ -166,7 +171,7 @@ func (s *Server) record(r Request) {
 var (
 	installationPath = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/installation$`)
 	tokensPath       = regexp.MustCompile(`^/api/v3/app/installations/([0-9]+)/access_tokens$`)
-	commentsPath     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments$`)
+	repoPath         = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)(/.*)$`)
 	gitPath          = regexp.MustCompile(`^/([^/]+)/([^/]+)\.git(/.*)$`)
 )
 
@@ -218,19 +223,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(body, &in)
 		tok, exp := s.issue(in.Repositories)
 		answer(http.StatusCreated, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
-	case r.Method == http.MethodPost && commentsPath.MatchString(r.URL.Path):
-		m := commentsPath.FindStringSubmatch(r.URL.Path)
+	case repoPath.MatchString(r.URL.Path):
+		m := repoPath.FindStringSubmatch(r.URL.Path)
 		repo := strings.ToLower(m[1] + "/" + m[2])
 		if !s.bearer(r, repo) {
 			answer(http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 			return
 		}
 		rec.Auth = "token " + repo
-		s.mu.Lock()
-		s.n++
-		id := s.n
-		s.mu.Unlock()
-		answer(http.StatusCreated, map[string]any{"id": id, "html_url": fmt.Sprintf("%s/%s/%s/issues/%s#issuecomment-%d", s.URL, m[1], m[2], m[3], id)})
+		status, v, link, hold := s.repoAPI(r, m[1]+"/"+m[2], m[3], body)
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		}
+		if link != "" {
+			w.Header().Set("Link", link)
+		}
+		answer(status, v)
 	default:
 		answer(http.StatusNotFound, map[string]string{"message": "Not Found"})
 	}

@@ -1,9 +1,12 @@
 // Package slacktest is a test helper: a fake of Slack's Web API on
-// 127.0.0.1 (conversations.replies and chat.postMessage), for the Slack
-// extension's tests and the end-to-end suite. It checks what a real client
-// sends (the method's path, POST with a form body, the bot token in the
-// form or as a Bearer header) and refuses what Slack would refuse, so a
-// test fails when the client sends something else.
+// 127.0.0.1 (conversations.replies, conversations.history and
+// chat.postMessage), for the Slack extension's tests and the end-to-end
+// suite. It checks what a real client sends (the method's path, POST with
+// a form body, the bot token in the form or as a Bearer header, message
+// metadata's shape) and refuses what Slack would refuse, so a test fails
+// when the client sends something else. As Slack does, it keeps a posted
+// message's metadata and answers it only to a read that asks with
+// include_all_metadata.
 //
 // It is never part of a release, and never logs the token it checks.
 package slacktest
@@ -15,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +124,9 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// metadataType is the event_type Slack accepts in a message's metadata.
+var metadataType = regexp.MustCompile(`^[a-zA-Z0-9_]{1,255}$`)
+
 func reply(w http.ResponseWriter, v map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
@@ -171,6 +178,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "conversations.replies":
 		s.replies(w, form)
+	case "conversations.history":
+		s.history(w, form)
 	case "chat.postMessage":
 		s.postMessage(w, form)
 	default:
@@ -215,24 +224,78 @@ func (s *Server) replies(w http.ResponseWriter, form map[string]string) {
 		start = n
 	}
 	end := min(start+limit, len(thread))
-	withMeta := form["include_all_metadata"] == "1"
 	page := []map[string]any{}
 	for _, m := range thread[start:end] {
-		d := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "thread_ts": root}
-		if m.User != "" {
-			d["user"] = m.User
-		}
-		if m.BotID != "" {
-			d["bot_id"] = m.BotID
-		}
-		if withMeta && m.Metadata != nil {
-			d["metadata"] = m.Metadata
-		}
+		d := messageJSON(m, form)
+		d["thread_ts"] = root
 		page = append(page, d)
 	}
 	next := ""
 	if end < len(thread) {
 		next = fmt.Sprintf("cur_%d", end)
+	}
+	reply(w, map[string]any{"ok": true, "messages": page, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
+}
+
+// messageJSON is m as Slack answers it to a read with form: its metadata
+// only when the read asks with include_all_metadata.
+func messageJSON(m Message, form map[string]string) map[string]any {
+	d := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+	if m.ThreadTS != "" {
+		d["thread_ts"] = m.ThreadTS
+	}
+	if m.User != "" {
+		d["user"] = m.User
+	}
+	if m.BotID != "" {
+		d["bot_id"] = m.BotID
+	}
+	if v := form["include_all_metadata"]; (v == "1" || v == "true") && m.Metadata != nil {
+		d["metadata"] = m.Metadata
+	}
+	return d
+}
+
+// history answers a channel's top-level messages, newest first, a page at
+// a time (limit, default 100; cursor).
+func (s *Server) history(w http.ResponseWriter, form map[string]string) {
+	msgs, ok := s.channels[form["channel"]]
+	if !ok {
+		fail(w, "channel_not_found")
+		return
+	}
+	var top []Message
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].ThreadTS == "" || msgs[i].ThreadTS == msgs[i].TS {
+			top = append(top, msgs[i])
+		}
+	}
+	limit := 100
+	if form["limit"] != "" {
+		n, err := strconv.Atoi(form["limit"])
+		if err != nil || n < 1 {
+			fail(w, "invalid_limit")
+			return
+		}
+		limit = min(n, 999)
+	}
+	start := 0
+	if c := form["cursor"]; c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "hist_"))
+		if err != nil || n < 0 || n > len(top) {
+			fail(w, "invalid_cursor")
+			return
+		}
+		start = n
+	}
+	end := min(start+limit, len(top))
+	page := []map[string]any{}
+	for _, m := range top[start:end] {
+		page = append(page, messageJSON(m, form))
+	}
+	next := ""
+	if end < len(top) {
+		next = fmt.Sprintf("hist_%d", end)
 	}
 	reply(w, map[string]any{"ok": true, "messages": page, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}})
 }
@@ -261,6 +324,12 @@ func (s *Server) postMessage(w http.ResponseWriter, form map[string]string) {
 	if md := form["metadata"]; md != "" {
 		if err := json.Unmarshal([]byte(md), &m.Metadata); err != nil {
 			fail(w, "invalid_metadata_format")
+			return
+		}
+		et, _ := m.Metadata["event_type"].(string)
+		_, payload := m.Metadata["event_payload"].(map[string]any)
+		if !metadataType.MatchString(et) || !payload {
+			fail(w, "invalid_metadata_schema")
 			return
 		}
 	}
