@@ -54,6 +54,7 @@ func init() {
 		api.WaitInput{}, api.OutcomeInput{}, api.DeclaredResult{}, api.ReadContextResult{}, api.GitCredentialInput{},
 		api.Operator{}, api.Action{}, api.RouteSample{}, api.EgressConnection{},
 		api.ReconcileRequest{}, api.Reconciled{},
+		api.Package{}, api.PackageProblem{}, api.InspectPackageRequest{}, api.PackageInspection{}, api.InstallPackageRequest{}, api.InstalledPackage{}, api.RemovedPackage{},
 	} {
 		t := reflect.TypeOf(v)
 		docTypes[t.Name()] = t
@@ -307,6 +308,9 @@ var routeRequests = map[string]any{
 	"POST /v1/config/apply":            api.ApplyRequest{},
 	"POST /v1/config/set":              api.SetRequest{},
 	"POST /v1/actions/{name}":          api.ActRequest{},
+	"POST /v1/packages/inspect":        api.InspectPackageRequest{},
+	"POST /v1/packages":                api.InstallPackageRequest{},
+	"POST /v1/packages/{name}/remove":  struct{}{},
 }
 
 // builtins is the input and result type of every builtin operation (nil:

@@ -13,7 +13,9 @@ type ErrorEnvelope struct {
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// Diagnostics, for invalid_config, are the configuration's problems.
+	// Diagnostics, for invalid_config, are the configuration's problems;
+	// for invalid_package, the package manifest's (pointers into
+	// open-conduit-package.json).
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
 }
 
@@ -36,6 +38,7 @@ const (
 	CodeUnsupportedMediaType   = "unsupported_media_type"
 	CodeInvalidRequest         = "invalid_request"
 	CodeInvalidConfig          = "invalid_config"
+	CodeInvalidPackage         = "invalid_package"
 	CodeInvalidCursor          = "invalid_cursor"
 	CodeCursorMismatch         = "cursor_mismatch"
 	CodeCursorExpired          = "cursor_expired"
@@ -75,6 +78,7 @@ var codeStatus = map[string]int{
 	CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
 	CodeInvalidRequest:         http.StatusUnprocessableEntity,
 	CodeInvalidConfig:          http.StatusUnprocessableEntity,
+	CodeInvalidPackage:         http.StatusUnprocessableEntity,
 	CodeInvalidCursor:          http.StatusUnprocessableEntity,
 	CodeCursorMismatch:         http.StatusUnprocessableEntity,
 	CodeCursorExpired:          http.StatusUnprocessableEntity,

@@ -19,6 +19,9 @@
 // between a claim and its launch (a secret is resolved after the claim,
 // before the executor starts anything).
 //
+// With E2E_PACKAGE_ECHO set, installed protocol packages run on a
+// test-only runtime in Go (see packages.go).
+//
 // A second extension, e2egate, is only a gate: it lets every call
 // through, except that with E2E_GATE_PANIC naming an operation it panics
 // when asked about a call to that operation, so the suite can show that a
@@ -41,6 +44,7 @@ import (
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/daemon"
+	"github.com/open-conduit/open-conduit/internal/packages"
 )
 
 // PasswordEnv names the variable holding the password e2ecred.credential
@@ -65,6 +69,9 @@ func main() {
 	opts := daemon.Options{
 		StateDir: *state, LogFormat: *logFormat, Stderr: os.Stderr, Executable: *exe, Registry: reg,
 		Extensions: []extension.Registration{credentialExtension(os.Getenv(PasswordEnv)), panicGateExtension(os.Getenv(PanicGateEnv))},
+	}
+	if os.Getenv(PackageEchoEnv) != "" {
+		opts.PackageRuntimes = map[string]packages.Runtime{packages.KindProtocol: &echoRuntime{events: os.Getenv(PackageEventsEnv), crashLoop: os.Getenv(PackageCrashLoopEnv)}}
 	}
 	if v := os.Getenv("E2E_KEYRING"); v != "" {
 		opts.Keyring = testKeyring{value: v, stall: os.Getenv("E2E_KEYRING_STALL")}

@@ -168,7 +168,7 @@ func ResolveOperations(list []string, reg *Registry) ([]string, error) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	ops, _, problems := resolveList(list, reg, unlimited)
+	ops, _, problems := resolveList(list, reg.snapshot(), unlimited)
 	if len(problems) > 0 {
 		e := &ListError{}
 		for _, p := range problems {

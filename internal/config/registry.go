@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -35,12 +36,15 @@ func (e *ExecutorConfigError) Error() string {
 // Registry is what the running release registers, against which a
 // configuration is validated: executors and their capabilities, operations
 // and the registration owning each, toolsets, extensions and playbooks.
-// Build it once, then share it read-only; it is not safe to change while it
-// is being read.
+// It is safe for concurrent use: an installed package adds and removes
+// its extension and executors while the daemon runs, and each validation
+// works on a copy taken when it starts, so it sees one registry
+// throughout.
 //
-// The operator's playbooks are the exception: SetOperatorPlaybooks may
-// replace them at any time, and each validation reads them once.
+// SetOperatorPlaybooks may replace the operator's playbooks at any time,
+// and each validation reads them once.
 type Registry struct {
+	mu         sync.RWMutex // guards everything but the operator's playbooks
 	executors  map[string]registeredExecutor
 	operations map[string]string // operation -> owning registration, "" for a builtin
 	toolsets   map[string]extension.Toolset
@@ -105,6 +109,8 @@ func DefaultRegistry(executors ...executor.Info) *Registry {
 // AddExecutor registers an executor. check, when not nil, checks a
 // binding's executor config.
 func (r *Registry) AddExecutor(info executor.Info, check ConfigCheck) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if info.Name == "" {
 		return fmt.Errorf("%w: executor name is empty", extension.ErrInvalid)
 	}
@@ -120,7 +126,9 @@ func (r *Registry) AddExecutor(info executor.Info, check ConfigCheck) error {
 // operations it owns and the toolsets it publishes, when CheckExtension
 // accepts them. A refused extension registers nothing.
 func (r *Registry) AddExtension(name string, operations []string, toolsets []extension.Toolset) error {
-	if err := r.CheckExtension(name, operations, toolsets); err != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkExtension(name, operations, toolsets); err != nil {
 		return err
 	}
 	r.extensions[name] = true
@@ -139,6 +147,12 @@ func (r *Registry) AddExtension(name string, operations []string, toolsets []ext
 // each operation is in its namespace and not registered yet; each toolset
 // passes extension.CheckToolset and is not registered yet.
 func (r *Registry) CheckExtension(name string, operations []string, toolsets []extension.Toolset) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.checkExtension(name, operations, toolsets)
+}
+
+func (r *Registry) checkExtension(name string, operations []string, toolsets []extension.Toolset) error {
 	if err := extension.RegistrationName(name); err != nil {
 		return err
 	}
@@ -173,6 +187,8 @@ func (r *Registry) CheckExtension(name string, operations []string, toolsets []e
 // entry of that extension. An entry with a config whose extension has no
 // check is refused (unknown_field): the extension takes none.
 func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMessage) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.extensions[name] {
 		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
 	}
@@ -188,6 +204,8 @@ func (r *Registry) SetExtensionConfig(name string, check func(config json.RawMes
 // its warnings: validation reports a name the configuration lacks as
 // unknown_reference at its place, and adds the warnings to its result.
 func (r *Registry) SetExtensionInspect(name string, inspect func(config json.RawMessage) extension.ConfigReport) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.extensions[name] {
 		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
 	}
@@ -201,6 +219,8 @@ func (r *Registry) SetExtensionInspect(name string, inspect func(config json.Raw
 // SetExtensionOptIn makes a registered extension opt-in: a configuration
 // with no entry for it does not enable it (Snapshot.ExtensionEnabled).
 func (r *Registry) SetExtensionOptIn(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.extensions[name] {
 		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
 	}
@@ -212,6 +232,8 @@ func (r *Registry) SetExtensionOptIn(name string) error {
 // binding config starts its turns on; validation asks it once per binding
 // whose config passed the executor's check.
 func (r *Registry) SetPlaybookNamer(executorName string, n extension.PlaybookNamer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	e, ok := r.executors[executorName]
 	if !ok {
 		return fmt.Errorf("%w: executor %s is not registered", extension.ErrNotFound, executorName)
@@ -225,6 +247,8 @@ func (r *Registry) SetPlaybookNamer(executorName string, n extension.PlaybookNam
 // validation and the grant warnings, without its Markdown. A name already
 // registered is ErrConflict.
 func (r *Registry) AddPlaybook(name string, operations []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !validPlaybookName(name) {
 		return fmt.Errorf("%w: playbook name %s is not a valid name", extension.ErrInvalid, name)
 	}
@@ -239,6 +263,12 @@ func (r *Registry) AddPlaybook(name string, operations []string) error {
 // playbooks, changing nothing: each passes extension.CheckPlaybook and
 // its name is neither registered yet nor repeated.
 func (r *Registry) CheckPlaybooks(pbs []extension.Playbook) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.checkPlaybooks(pbs)
+}
+
+func (r *Registry) checkPlaybooks(pbs []extension.Playbook) error {
 	seen := map[string]bool{}
 	for _, p := range pbs {
 		if err := extension.CheckPlaybook(p); err != nil {
@@ -255,7 +285,9 @@ func (r *Registry) CheckPlaybooks(pbs []extension.Playbook) error {
 // AddPlaybooks registers an extension's playbooks when CheckPlaybooks
 // accepts them; a refusal registers none.
 func (r *Registry) AddPlaybooks(pbs []extension.Playbook) error {
-	if err := r.CheckPlaybooks(pbs); err != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkPlaybooks(pbs); err != nil {
 		return err
 	}
 	for _, p := range pbs {
@@ -271,6 +303,8 @@ func (r *Registry) AddPlaybooks(pbs []extension.Playbook) error {
 // earlier one of pbs took, is left out, with an error saying why. It is
 // safe to call while configurations are validated.
 func (r *Registry) SetOperatorPlaybooks(pbs []extension.Playbook) []error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var problems []error
 	next := map[string]registeredPlaybook{}
 	for _, p := range pbs {
@@ -298,6 +332,8 @@ func (r *Registry) SetOperatorPlaybooks(pbs []extension.Playbook) []error {
 // Playbooks returns every playbook whose Markdown the registry holds (the
 // extensions' and the operator's), sorted by name.
 func (r *Registry) Playbooks() []extension.Playbook {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var out []extension.Playbook
 	for name, p := range r.playbooks {
 		if p.markdown != "" {
@@ -329,6 +365,8 @@ func (r *Registry) playbookSet() map[string][]string {
 
 // Executor returns a registered executor's description.
 func (r *Registry) Executor(name string) (executor.Info, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	e, ok := r.executors[name]
 	return e.info, ok
 }
@@ -336,21 +374,31 @@ func (r *Registry) Executor(name string) (executor.Info, bool) {
 // OperationOwner returns the registration that owns op ("" for a builtin)
 // and whether op is registered.
 func (r *Registry) OperationOwner(op string) (string, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	owner, ok := r.operations[op]
 	return owner, ok
 }
 
 // Operations returns every registered operation, sorted.
-func (r *Registry) Operations() []string { return sortedKeys(r.operations) }
+func (r *Registry) Operations() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return sortedKeys(r.operations)
+}
 
 // Toolset returns a registered toolset.
 func (r *Registry) Toolset(name string) (extension.Toolset, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	ts, ok := r.toolsets[name]
 	return ts, ok
 }
 
 // Toolsets returns every registered toolset, sorted by name.
 func (r *Registry) Toolsets() []extension.Toolset {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]extension.Toolset, 0, len(r.toolsets))
 	for _, name := range sortedKeys(r.toolsets) {
 		out = append(out, r.toolsets[name])
@@ -359,10 +407,16 @@ func (r *Registry) Toolsets() []extension.Toolset {
 }
 
 // Extensions returns the registered extension names, sorted.
-func (r *Registry) Extensions() []string { return sortedKeys(r.extensions) }
+func (r *Registry) Extensions() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return sortedKeys(r.extensions)
+}
 
 // PlaybookOperations returns the operations a registered playbook declares.
 func (r *Registry) PlaybookOperations(name string) ([]string, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	ops, ok := r.playbookSet()[name]
 	return slices.Clone(ops), ok
 }
@@ -385,4 +439,89 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RemoveExtension removes a registered extension and everything it
+// registered with it: its operations (undeclared again: a configuration
+// granting one no longer validates), its toolsets, its config check and
+// inspection and its opt-in. Its playbooks are removed by RemovePlaybooks.
+// An installed package's removal calls it while the daemon runs.
+func (r *Registry) RemoveExtension(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.extensions[name] {
+		return fmt.Errorf("%w: extension %s is not registered", extension.ErrNotFound, name)
+	}
+	delete(r.extensions, name)
+	for op, owner := range r.operations {
+		if owner == name {
+			delete(r.operations, op)
+		}
+	}
+	for ts := range r.toolsets {
+		if extension.OwnsOperation(name, ts) {
+			delete(r.toolsets, ts)
+		}
+	}
+	delete(r.extConfig, name)
+	delete(r.extInspect, name)
+	delete(r.optIn, name)
+	return nil
+}
+
+// RemovePlaybooks removes the named playbooks an extension registered
+// (AddPlaybooks); a name not registered is skipped.
+func (r *Registry) RemovePlaybooks(names []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range names {
+		delete(r.playbooks, n)
+	}
+}
+
+// RemoveExecutor removes a registered executor (an installed package's,
+// on its removal).
+func (r *Registry) RemoveExecutor(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.executors[name]; !ok {
+		return fmt.Errorf("%w: executor %s is not registered", extension.ErrNotFound, name)
+	}
+	delete(r.executors, name)
+	return nil
+}
+
+// snapshot is a copy of the registry a validation works on: later changes
+// do not reach it, and reading it takes no lock.
+func (r *Registry) snapshot() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := &Registry{
+		executors:  maps.Clone(r.executors),
+		operations: maps.Clone(r.operations),
+		toolsets:   maps.Clone(r.toolsets),
+		extensions: maps.Clone(r.extensions),
+		playbooks:  maps.Clone(r.playbooks),
+		extConfig:  maps.Clone(r.extConfig),
+		extInspect: maps.Clone(r.extInspect),
+		optIn:      maps.Clone(r.optIn),
+	}
+	r.operatorMu.RLock()
+	c.operator = maps.Clone(r.operator)
+	r.operatorMu.RUnlock()
+	return c
+}
+
+// Without returns a copy of the registry without the extension name (its
+// operations, toolsets, checks and opt-in), the playbooks and the
+// executors given: what a configuration would be validated against once
+// they are removed. It changes nothing of r.
+func (r *Registry) Without(name string, playbooks, executors []string) *Registry {
+	c := r.snapshot()
+	_ = c.RemoveExtension(name)
+	c.RemovePlaybooks(playbooks)
+	for _, e := range executors {
+		_ = c.RemoveExecutor(e)
+	}
+	return c
 }

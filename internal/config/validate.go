@@ -24,6 +24,8 @@ func Validate(data []byte, reg *Registry) (*Snapshot, Result) {
 	if reg == nil {
 		reg = NewRegistry()
 	}
+	// One view of the registry throughout, however it changes meanwhile.
+	reg = reg.snapshot()
 	var is issues
 	d := parseDocument(data, &is)
 	if d.root == nil || d.stop {

@@ -34,6 +34,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/metrics"
+	"github.com/open-conduit/open-conduit/internal/packages"
 	"github.com/open-conduit/open-conduit/internal/runs"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/statedir"
@@ -104,6 +105,12 @@ type Options struct {
 	// the daemon (the end-to-end suite's test daemon) passes its own. A
 	// refused registration stops the start.
 	Extensions []extension.Registration
+	// PackageRuntimes run installed packages, by kind
+	// (packages.KindProtocol, packages.KindMCP); a kind it does not name
+	// takes the release's runtime. The daemon discovers the packages
+	// installed under <state>/packages at start, verifies them and starts
+	// each through its kind's runtime (see docs/packages.md).
+	PackageRuntimes map[string]packages.Runtime
 	// TickInterval and SweepInterval pace the loops (DefaultTickInterval,
 	// DefaultSweepInterval when zero).
 	TickInterval  time.Duration
@@ -186,6 +193,9 @@ type Daemon struct {
 
 	// ingress runs the registrations' ingresses.
 	ingress *ingresses
+
+	// pkgs runs the installed packages.
+	pkgs *pkgHost
 
 	// egress is the egress proxy served on every execution's egress.sock.
 	egress *egress.Proxy
@@ -358,6 +368,13 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err := d.registerRelease(); err != nil {
 		return err
 	}
+	// Installed packages register before the configuration is restored
+	// too; their processes stop before storage closes.
+	d.pkgs = newPkgHost(packages.NewStore(d.state, d.clock.Now), d.host, d.opts.Registry, d.opts.PackageRuntimes, d.log.With("component", "packages"))
+	d.closers = append([]func() error{d.pkgs.stopAll}, d.closers...)
+	if err := d.pkgs.startAll(ctx); err != nil {
+		return err
+	}
 
 	// The operator's playbooks are read again before every validation,
 	// so a config naming one just added applies; every playbook is
@@ -377,6 +394,12 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.cfg = svc
+	d.pkgs.active = svc.Active
+	d.pkgs.changed = func() {
+		if err := pbs.write(); err != nil {
+			d.log.Error("cannot write the playbooks after a package changed", "error", err.Error())
+		}
+	}
 	active := svc.Active()
 	d.log.Info("configuration active", "generation", active.Generation, "hash", active.Hash)
 	limits := active.Limits()
@@ -424,6 +447,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
+		Packages: d.pkgs,
 	})
 	if err != nil {
 		return err
@@ -498,6 +522,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Store: d.db, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
 		Executors:         execs,
+		MoreExecutors:     d.pkgs.executor,
 		Bindings:          bindingLookup(d.cfg),
 		Toolbelt:          d.tb,
 		ToolbeltEndpoints: d.endpoint,
@@ -514,6 +539,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.live.executors = execs
+	d.live.more = d.pkgs.executor
 	// Detach from every segment before the sockets close and storage goes;
 	// the ingresses stop accepting first.
 	d.closers = append([]func() error{d.ingress.stop, d.sched.Close}, d.closers...)

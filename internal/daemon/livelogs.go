@@ -14,10 +14,16 @@ import (
 type liveLogs struct {
 	dir       string
 	executors map[string]executor.Executor
+	// more are the installed packages' executors.
+	more func(name string) executor.Executor
 }
 
 func (l liveLogs) LiveLog(e storage.Execution) (string, bool) {
-	ll, ok := l.executors[e.Executor].(executor.LiveLogger)
+	ex, found := l.executors[e.Executor]
+	if !found && l.more != nil {
+		ex = l.more(e.Executor)
+	}
+	ll, ok := ex.(executor.LiveLogger)
 	if !ok || e.ID == "" || filepath.Base(e.ID) != e.ID {
 		return "", false
 	}

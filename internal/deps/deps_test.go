@@ -70,7 +70,7 @@ var rules = map[string][]string{
 
 	"internal/runs": {"internal/atomicfile", "internal/unixsock"},
 	// packages: installed packages, their manifest and runtime contract.
-	"internal/packages":       {"extension", "internal/executor"},
+	"internal/packages":       {"extension", "internal/atomicfile", "internal/executor"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
@@ -103,14 +103,14 @@ var rules = map[string][]string{
 	// the plumbing around each ingress's own reading of a delivery.
 	"internal/webhook": {"extension", "internal/unixsock"},
 	"internal/management": {"api", "extension", "internal/bearer", "internal/clock", "internal/config", "internal/configsvc", "internal/httpapi",
-		"internal/ids", "internal/kernel", "internal/logfollow", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
+		"internal/ids", "internal/kernel", "internal/logfollow", "internal/packages", "internal/statedir", "internal/storage", "internal/toolbelt", "internal/toolbeltapi", "internal/unixsock", "internal/wire"},
 
 	// Composition: the release's registry, and the daemon.
 	"internal/bootstrap": {"extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/config", "internal/executor",
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
-	"internal/daemon": {"internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
+	"internal/daemon": {"api", "internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/egress", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/sandbox", "internal/executor/shell", "internal/ids", "internal/kernel",
-		"internal/management", "internal/metrics", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
+		"internal/management", "internal/metrics", "internal/packages", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
 		"internal/toolbelt", "internal/webhook"},
 	// The daemon's adapter of storage to the introspection extension's
 	// port: the extension itself never knows the store.
@@ -148,7 +148,7 @@ var rules = map[string][]string{
 		"internal/executor/sandbox", "internal/executor/shell", "internal/management", "internal/reaper", "internal/statedir", "internal/tui"},
 	"cmd/os/oscli":   {"internal/buildinfo", "extension", "internal/cliexit", "osclient"},
 	"e2e":            {},
-	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon"},
+	"e2e/testdaemon": {"extension", "internal/bootstrap", "internal/daemon", "internal/executor", "internal/packages"},
 
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},

@@ -152,6 +152,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		r.checkDisk()
 	}
 	r.checkHeldWork(ctx)
+	r.checkPackages(ctx)
 	snap := r.checkConfig(ctx)
 	usesKeyring := r.checkSecrets(ctx, snap)
 	r.checkKeyring(ctx, usesKeyring)

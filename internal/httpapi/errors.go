@@ -31,6 +31,7 @@ const (
 	CodeUnsupportedMediaType   Code = "unsupported_media_type"
 	CodeInvalidRequest         Code = "invalid_request"
 	CodeInvalidConfig          Code = "invalid_config"
+	CodeInvalidPackage         Code = "invalid_package"
 	CodeInvalidCursor          Code = "invalid_cursor"
 	CodeCursorMismatch         Code = "cursor_mismatch"
 	CodeCursorExpired          Code = "cursor_expired"
@@ -64,6 +65,7 @@ var sent = map[Code]bool{
 	CodeUnsupportedMediaType:   true,
 	CodeInvalidRequest:         true,
 	CodeInvalidConfig:          true,
+	CodeInvalidPackage:         true,
 	CodeInvalidCursor:          true,
 	CodeCursorMismatch:         true,
 	CodeCursorExpired:          true,

@@ -34,6 +34,7 @@ func TestClassify(t *testing.T) {
 		{ErrUnsupportedMediaType, 415, "unsupported_media_type"},
 		{extension.ErrInvalid, 422, "invalid_request"},
 		{ErrInvalidConfig, 422, "invalid_config"},
+		{Errorf(CodeInvalidPackage, "the package does not check"), 422, "invalid_package"},
 		{ErrInvalidCursor, 422, "invalid_cursor"},
 		{ErrCursorMismatch, 422, "cursor_mismatch"},
 		{ErrCursorExpired, 422, "cursor_expired"},

@@ -64,6 +64,8 @@ type Parts struct {
 	Metrics http.Handler
 	// Refused, when set, is told every refusal either socket answers.
 	Refused func(socket, code string)
+	// Packages, when set, serves the package routes (/v1/packages).
+	Packages PackageControls
 }
 
 // Servers are the handlers built from Parts.
@@ -99,6 +101,10 @@ func NewServers(p Parts) (*Servers, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes := append(resources.Routes(), actions.Routes()...)
+	if p.Packages != nil {
+		routes = append(routes, packageRouteTable(p.Packages)...)
+	}
 	srv, err := New(Options{
 		Credentials:     StoreCredentials(p.Store),
 		ExecutionTokens: p.ExecutionTokens,
@@ -112,7 +118,7 @@ func NewServers(p Parts) (*Servers, error) {
 		Logger:          p.Logger,
 		Metrics:         p.Metrics,
 		Refused:         p.Refused,
-		Routes:          append(resources.Routes(), actions.Routes()...),
+		Routes:          routes,
 		Authenticated: func(ctx context.Context, pr Principal) context.Context {
 			return kernel.WithActor(ctx, pr.Actor())
 		},

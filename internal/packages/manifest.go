@@ -151,6 +151,10 @@ type Installed struct {
 	Digest string
 	// Accepted are the permissions the operator accepted at install.
 	Accepted []string
+	// Verify, when set, checks the package's files against Digest again.
+	// A Runtime calls it before each start of the package's process
+	// (restarts too) and starts none it refuses (a *ChangedError).
+	Verify func() error
 }
 
 // Runtime turns an installed package into a running one. There is one

@@ -463,7 +463,7 @@ func parks(res executor.Result, ex executor.Executor) bool {
 // timeout timer armed and its watermark defaulting to inputSeq, then the
 // declaration is marked applied: all in the caller's transaction.
 func (s *Scheduler) applyWait(ctx context.Context, tx storage.Tx, exe storage.Execution, decl declaration, res executor.Result, exit *int) error {
-	if parks(res, s.o.Executors[exe.Executor]) {
+	if parks(res, s.executor(exe.Executor)) {
 		st := storage.ExecutionParked
 		msg := "parked on a declared wait"
 		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{

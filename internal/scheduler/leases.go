@@ -292,7 +292,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		}
 		s.o.Logger.Info("attempt recovered", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch, "from_owner", old.Owner)
 		b, berr := s.o.Bindings(ctx, BindingQuery{Scope: exe.Scope, Binding: exe.Binding, Generation: exe.Generation})
-		ex := s.o.Executors[exe.Executor]
+		ex := s.executor(exe.Executor)
 		if ex == nil && exe.State == storage.ExecutionStopping {
 			errs = append(errs, s.abandonStop(ctx, exe))
 			continue

@@ -134,6 +134,11 @@ type Options struct {
 	// Executors by name.
 	Executors map[string]executor.Executor
 	Bindings  BindingLookup
+
+	// MoreExecutors, when set, is asked for an executor Executors does not
+	// hold (nil: none): the executors installed packages add and remove
+	// while the daemon runs.
+	MoreExecutors func(name string) executor.Executor
 	// Toolbelt issues tokens; optional. When set, ToolbeltEndpoints is
 	// required.
 	Toolbelt          toolbelt.TokenIssuer
@@ -209,5 +214,16 @@ func (o *Options) check() error {
 		o.ArtifactLimit = MaxArtifactBytes
 	}
 	o.Limits = o.Limits.withDefaults()
+	return nil
+}
+
+// executor returns the executor of this name, nil when there is none.
+func (s *Scheduler) executor(name string) executor.Executor {
+	if ex, ok := s.o.Executors[name]; ok {
+		return ex
+	}
+	if s.o.MoreExecutors != nil {
+		return s.o.MoreExecutors(name)
+	}
 	return nil
 }

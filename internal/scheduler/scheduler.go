@@ -324,7 +324,7 @@ func (s *Scheduler) planClaim(ctx context.Context, w storage.Work) (*claimPlan, 
 	if err != nil {
 		return nil, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("binding %s of scope %s is not available; fix the configuration and retry the Work", w.Binding, w.Scope))
 	}
-	ex := s.o.Executors[b.Executor]
+	ex := s.executor(b.Executor)
 	if ex == nil {
 		return nil, s.hold(ctx, w.ID, kernel.HoldBindingUnavailable, fmt.Sprintf("executor %q of binding %s is not available in this daemon; fix the configuration and retry the Work", b.Executor, w.Binding))
 	}

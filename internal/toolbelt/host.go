@@ -34,6 +34,13 @@ type Catalog interface {
 	AddPlaybooks(playbooks []extension.Playbook) error
 }
 
+// removalCatalog is a Catalog from which a registration can be removed
+// again (*config.Registry is one).
+type removalCatalog interface {
+	RemoveExtension(name string) error
+	RemovePlaybooks(names []string)
+}
+
 // inspectCatalog is a Catalog that also checks what an extension's
 // accepted config refers to (*config.Registry is one).
 type inspectCatalog interface {
@@ -68,9 +75,11 @@ func everywhere(int64, string) Enablement { return Enablement{Enabled: true} }
 // Toolbelt built on the host), its operator actions (served by Actions
 // built on it) and gives the Catalog, when there is one, its operations,
 // toolsets and playbooks, all at once: every part is checked before any is
-// registered, so a refused registration registers nothing anywhere. It
-// implements extension.Registrar and is safe for concurrent use; a
-// Catalog is not, so register with one before configuration is read.
+// registered, so a refused registration registers nothing anywhere.
+// Unregister takes one away again (an installed package's removal). It
+// implements extension.Registrar and is safe for concurrent use, as
+// *config.Registry is; a Catalog that is not must be registered with
+// before configuration is read, and never unregistered from.
 type Host struct {
 	catalog Catalog
 
@@ -227,6 +236,51 @@ func (h *Host) Register(reg extension.Registration) error {
 		h.actions[act.Name] = registeredAction{reg: reg.Name, act: act}
 	}
 	return nil
+}
+
+// Unregister removes the registration named name and everything it
+// registered: its operations are undeclared again (a call to one is
+// refused like a call to any unknown operation), its gate, start gate and
+// actions are no longer asked or served, and the Catalog forgets its
+// operations, toolsets and playbooks. Calls already running finish. It
+// is ErrNotFound for a name not registered.
+func (h *Host) Unregister(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	reg, ok := h.regs[name]
+	if !ok {
+		return fmt.Errorf("%w: registration %s is not registered", extension.ErrNotFound, name)
+	}
+	if h.catalog != nil {
+		rc, ok := h.catalog.(removalCatalog)
+		if !ok {
+			return fmt.Errorf("%w: registration %s: the catalog cannot remove a registration", extension.ErrInvalid, name)
+		}
+		if err := rc.RemoveExtension(name); err != nil {
+			return fmt.Errorf("registration %s: %w", name, err)
+		}
+		names := make([]string, 0, len(reg.Playbooks))
+		for _, pb := range reg.Playbooks {
+			names = append(names, pb.Name)
+		}
+		rc.RemovePlaybooks(names)
+	}
+	delete(h.regs, name)
+	for _, op := range reg.Operations {
+		delete(h.ops, op.Name)
+	}
+	for _, act := range reg.Actions {
+		delete(h.actions, act.Name)
+	}
+	return nil
+}
+
+// Registered reports whether a registration of this name is registered.
+func (h *Host) Registered(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.regs[name]
+	return ok
 }
 
 // checkRegistration checks everything of a registration that does not

@@ -103,3 +103,82 @@ func TestNewRefusesMissingServices(t *testing.T) {
 		}
 	}
 }
+
+// Unregister takes a registration away again while the host serves: its
+// operations are undeclared, its actions gone and the catalog forgets its
+// operations, toolsets and playbooks, so that the name can be registered
+// anew (an installed package reinstalled). Registering and unregistering
+// while configurations are validated is safe.
+func TestHostUnregisterUndeclares(t *testing.T) {
+	act := extension.Action{Name: "acme.poke", Summary: "Does it.", Handler: func(context.Context, extension.ActionRequest) (json.RawMessage, error) { return nil, nil }}
+	pb := extension.Playbook{Name: "acme-guide", Markdown: "---\noperations: [acme.echo]\n---\n"}
+	full := extension.Registration{Name: "acme", OptIn: true, Operations: []extension.Operation{handlerOp("acme.echo", okHandler)},
+		Toolsets: []extension.Toolset{{Name: "acme.role", Operations: []extension.ToolsetOperation{{Name: "acme.echo", Since: "1"}}}},
+		Actions:  []extension.Action{act}, Playbooks: []extension.Playbook{pb}}
+	f := fixture(t, false)
+	reg := config.NewRegistry()
+	host := toolbelt.NewHost(reg)
+	tb, err := toolbelt.New(func() toolbelt.Options { o := f.Env.Options(); o.Host = host; return o }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Unregister("acme"); !errors.Is(err, extension.ErrNotFound) {
+		t.Fatalf("unregistering what is not registered: %v", err)
+	}
+	if err := host.Register(full); err != nil {
+		t.Fatal(err)
+	}
+	if !tb.Declared("acme.echo") || !host.Registered("acme") {
+		t.Fatal("not registered")
+	}
+	doc := []byte(`{"version":1,"extensions":{"acme":{"enabled":true}},"scopes":{}}`)
+	if _, res := config.Validate(doc, reg); !res.Valid() {
+		t.Fatalf("a configuration enabling the registered extension: %v", res.Diagnostics)
+	}
+	if err := host.Unregister("acme"); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Declared("acme.echo") || host.Registered("acme") || len(toolbelt.NewActions(nil, host).List()) != 0 {
+		t.Error("the toolbelt still serves what was unregistered")
+	}
+	if _, ok := reg.OperationOwner("acme.echo"); ok || slices.Contains(reg.Extensions(), "acme") {
+		t.Error("the catalog still holds the operation or the extension")
+	}
+	if _, ok := reg.Toolset("acme.role"); ok {
+		t.Error("the catalog still holds the toolset")
+	}
+	if _, ok := reg.PlaybookOperations("acme-guide"); ok {
+		t.Error("the catalog still holds the playbook")
+	}
+	// A configuration that enables it no longer validates.
+	if _, res := config.Validate(doc, reg); res.Valid() {
+		t.Error("a configuration naming the unregistered extension validates")
+	}
+
+	// Registered again, and churned while configurations validate.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			if err := host.Register(full); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := host.Unregister("acme"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		config.Validate(doc, reg)
+		reg.Toolsets()
+	}
+	<-done
+	if err := host.Register(full); err != nil {
+		t.Fatal(err)
+	}
+	if !tb.Declared("acme.echo") {
+		t.Error("registering again does not declare the operation")
+	}
+}
