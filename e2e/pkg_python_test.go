@@ -247,7 +247,7 @@ func TestPythonPackageEndToEnd(t *testing.T) {
 	// Its gate: an operation it refuses, one it hangs on (the runtime's
 	// gate timeout ends it) and one it crashes on; the last two fail
 	// closed.
-	if code, _, stderr := a.sh("os call " + gatedRefuse); code != 1 || !strings.Contains(stderr, "not_allowed") {
+	if code, _, stderr := a.sh("os call " + gatedRefuse); code != 1 || !strings.HasPrefix(stderr, "os: not_allowed: this operation is not allowed here") {
 		t.Errorf("the call the gate refuses: exit %d %q, want 1 not_allowed", code, stderr)
 	}
 	if code, _, stderr := a.sh("os call " + gatedHang); code != 1 || !strings.Contains(stderr, "gate_failed") {
