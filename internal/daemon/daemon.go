@@ -370,7 +370,14 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	// Installed packages register before the configuration is restored
 	// too; their processes stop before storage closes.
-	d.pkgs = newPkgHost(packages.NewStore(d.state, d.clock.Now), d.host, d.opts.Registry, d.opts.PackageRuntimes, d.log.With("component", "packages"))
+	runtimes, err := d.releaseRuntimes()
+	if err != nil {
+		return err
+	}
+	for k, rt := range d.opts.PackageRuntimes {
+		runtimes[k] = rt
+	}
+	d.pkgs = newPkgHost(packages.NewStore(d.state, d.clock.Now), d.host, d.opts.Registry, runtimes, d.log.With("component", "packages"))
 	d.closers = append([]func() error{d.pkgs.stopAll}, d.closers...)
 	if err := d.pkgs.startAll(ctx); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,6 +19,8 @@ import (
 	"github.com/open-conduit/open-conduit/internal/config"
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/packages"
+	"github.com/open-conduit/open-conduit/internal/packages/mcppkg"
+	"github.com/open-conduit/open-conduit/internal/packages/pkgproto"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
 
@@ -32,28 +35,29 @@ const (
 // process to stop, on remove, reinstall and shutdown.
 const packageStopGrace = 10 * time.Second
 
+// PackageLogsDir is where, under the state directory, each protocol
+// package's stderr is written, as <name>.log (rotated to <name>.log.1).
+const PackageLogsDir = "package-logs"
+
 // releaseRuntimes are the package runtimes this release runs packages
-// with, by kind. The protocol and MCP runtimes are not built into this
-// release yet: each refuses to start a package, saying so, and the
-// package is installed but does not run (its entry says why).
-func releaseRuntimes() map[string]packages.Runtime {
-	return map[string]packages.Runtime{
-		packages.KindProtocol: unbuiltRuntime{kind: packages.KindProtocol},
-		packages.KindMCP:      unbuiltRuntime{kind: packages.KindMCP},
+// with, by kind: protocol packages run under the daemon's own `reap`
+// subreaper (so whatever a package leaves behind goes with it), their
+// stderr in <state>/package-logs; MCP servers run in a process group of
+// their own that dies with the daemon.
+func (d *Daemon) releaseRuntimes() (map[string]packages.Runtime, error) {
+	logs := filepath.Join(d.state, PackageLogsDir)
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot make the package log directory %s: %w", logs, err)
 	}
+	log := d.log.With("component", "packages")
+	return map[string]packages.Runtime{
+		packages.KindProtocol: pkgproto.NewRuntime(pkgproto.Options{
+			Clock: d.clock, Logger: log, HostVersion: d.opts.Version, LogDir: logs,
+			Wrap: []string{d.opts.Executable, "reap", "--"},
+		}),
+		packages.KindMCP: mcppkg.NewRuntime(mcppkg.Options{Clock: d.clock, Logger: log}),
+	}, nil
 }
-
-// unbuiltRuntime is the Runtime of a kind this release cannot run yet.
-type unbuiltRuntime struct{ kind string }
-
-func (u unbuiltRuntime) Start(context.Context, packages.Installed) (packages.Instance, error) {
-	return nil, &runtimeError{msg: fmt.Sprintf("runtime not built: this release cannot run %s packages yet; the package stays installed and does not run", u.kind)}
-}
-
-// runtimeError is a Start refusal whose message is safe to show.
-type runtimeError struct{ msg string }
-
-func (e *runtimeError) Error() string { return e.msg }
 
 // pkgHost runs the installed packages: it discovers them at start,
 // verifies them, starts each through the Runtime of its kind and
@@ -98,11 +102,7 @@ type pkgEntry struct {
 }
 
 func newPkgHost(store *packages.Store, host *toolbelt.Host, reg *config.Registry, runtimes map[string]packages.Runtime, log *slog.Logger) *pkgHost {
-	all := releaseRuntimes()
-	for k, rt := range runtimes {
-		all[k] = rt
-	}
-	return &pkgHost{store: store, host: host, reg: reg, runtimes: all, log: log, entries: map[string]*pkgEntry{}, execs: map[string]executor.Executor{}}
+	return &pkgHost{store: store, host: host, reg: reg, runtimes: runtimes, log: log, entries: map[string]*pkgEntry{}, execs: map[string]executor.Executor{}}
 }
 
 // executor is an installed package's executor (the scheduler's
@@ -231,9 +231,11 @@ func (p *pkgHost) start(ctx context.Context, e *pkgEntry, inst packages.Installe
 	instance, err := rt.Start(ctx, inst)
 	if err != nil {
 		msg := fmt.Sprintf("package %s could not be started (see the daemon's log); fix it and reinstall it, or remove it", name)
-		var re *runtimeError
-		if errors.As(err, &re) {
-			msg = fmt.Sprintf("package %s: %s", name, re.msg)
+		// These texts are the runtime's own, never what the package wrote.
+		var se *pkgproto.StartError
+		var he *pkgproto.HandshakeError
+		if errors.As(err, &se) || errors.As(err, &he) {
+			msg = err.Error() + "; fix it and reinstall it, or remove it"
 		}
 		p.log.Error("an installed package could not be started", "package", name, "kind", kind, "error_type", fmt.Sprintf("%T", err))
 		e.problem = &api.PackageProblem{Code: problemUnavailable, Message: msg}

@@ -159,11 +159,11 @@ func TestPackageRegistersLiveAndUnregistersOnRemove(t *testing.T) {
 	}
 }
 
-// With the release's runtimes, which are not built yet, an installed
-// package is registered from its manifest without running: a
-// configuration naming it validates, so the daemon starts with it, and
-// its entry says "runtime not built".
-func TestPackageWithoutARuntimeStillLetsTheDaemonStart(t *testing.T) {
+// With the release's runtimes, an installed package whose process exits
+// at once (no handshake) is registered from its manifest without running:
+// a configuration naming it validates, so the daemon starts with it, and
+// its entry says it could not be started.
+func TestPackageThatDoesNotStartStillLetsTheDaemonStart(t *testing.T) {
 	state := shortDir(t)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestPackageWithoutARuntimeStillLetsTheDaemonStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.State != "unavailable" || p.Problem == nil || p.Problem.Code != "package_unavailable" || !strings.Contains(p.Problem.Message, "runtime not built") {
+	if p.State != "unavailable" || p.Problem == nil || p.Problem.Code != "package_unavailable" || !strings.Contains(p.Problem.Message, "ended before the handshake") {
 		t.Fatalf("package %+v", p)
 	}
 	if r.d.pkgs.executor("deploy.runner") != nil {
