@@ -64,7 +64,8 @@ func (d *daemon) runEvents(ctx context.Context, sizes []int, seeders, reps int, 
 					return nil, fmt.Errorf("listing events (type %q): %w", q.typ, err)
 				}
 				*q.out = append(*q.out, time.Since(t0))
-				if len(l.Items) == 0 {
+				// The rare type's first event is the 5,000th.
+				if len(l.Items) == 0 && (q.typ != "bench.rare" || size > 5000) {
 					return nil, fmt.Errorf("the page of type %q is empty at %d events", q.typ, size)
 				}
 			}
