@@ -289,6 +289,11 @@ func load() (map[string][]string, error) {
 		if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
 			return filepath.SkipDir
 		}
+		// A nested module (bench/) is not part of this one: the go
+		// command leaves it out of ./..., and so does this graph.
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); path != root && err == nil {
+			return filepath.SkipDir
+		}
 		pkg, err := build.ImportDir(path, 0)
 		var none *build.NoGoError
 		if errorsAs(err, &none) {
