@@ -75,6 +75,9 @@ var rules = map[string][]string{
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
 
+	// The shared store on PostgreSQL (pgx): the same layer as SQLite's.
+	"internal/storage/postgres": {"internal/clock", "internal/storage"},
+
 	// mcppkg: the runtime of MCP packages, an MCP client of the server.
 	"internal/packages/mcppkg": {"extension", "internal/buildinfo", "internal/clock", "internal/executor", "internal/packages"},
 
@@ -145,6 +148,10 @@ var rules = map[string][]string{
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
 	"internal/wire/wiretest":       {},
+
+	// A throwaway PostgreSQL cluster for the PostgreSQL store's tests.
+	"internal/storage/postgres/pgtest": {},
+
 	// A fake GitHub (its API and git over smart HTTP) for the GitHub
 	// extension's tests and the end-to-end suite.
 	"extensions/github/ghtest": {},
@@ -212,6 +219,7 @@ func TestDependencyRulesRefuseViolations(t *testing.T) {
 	}{
 		"the kernel imports the toolbelt":       {"internal/kernel", module + "/internal/toolbelt", "may not import internal/toolbelt"},
 		"storage knows HTTP":                    {"internal/storage/sqlite", "net/http", "must never import net/http"},
+		"the PostgreSQL store knows HTTP":       {"internal/storage/postgres", "net/http", "must never import net/http"},
 		"config imports an executor":            {"internal/config", module + "/internal/executor/shell/x", "may not import"},
 		"a handler holds SQL":                   {"internal/management", "database/sql", "must never import database/sql"},
 		"something imports cmd":                 {"internal/daemon", module + "/cmd/open-conduit/cli", "may not import cmd/open-conduit/cli"},
