@@ -29,7 +29,9 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +55,11 @@ type Options struct {
 	// ConnString is a PostgreSQL connection string (URL or key=value
 	// form). It may hold a password; the store never repeats it.
 	ConnString string
+	// Password, when set, is the password to connect with, in place of
+	// one the connection string (or the environment) names: the daemon
+	// resolves it from a secret reference so that it is never in a
+	// command line, a file of the state directory or a log.
+	Password string
 	// Schema is the schema the store's tables live in (created if
 	// missing). Empty: the connection's current schema (public by
 	// default).
@@ -113,6 +120,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// not valid.
 		return nil, errors.New("postgres: the connection string is not valid (see PostgreSQL's libpq connection strings)")
 	}
+	if opts.Password != "" {
+		cfg.ConnConfig.Password = opts.Password
+	}
 	cfg.MaxConns = opts.MaxConns
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	cfg.ConnConfig.StatementCacheCapacity = opts.StatementCache
@@ -131,6 +141,23 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// InlinePassword reports whether a connection string names a password
+// itself (in a URL's user information or query, or as a password key of
+// the key=value form).
+func InlinePassword(conn string) bool {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		u, err := url.Parse(conn)
+		if err != nil {
+			return false
+		}
+		_, set := u.User.Password()
+		return set || u.Query().Has("password")
+	}
+	return inlineKey.MatchString(conn)
+}
+
+var inlineKey = regexp.MustCompile(`(^|\s)password\s*=`)
 
 // validIdent accepts the schema names the store quotes nowhere: plain
 // lower-case identifiers.

@@ -370,3 +370,21 @@ func TestOpenNeverRepeatsTheConnectionString(t *testing.T) {
 		t.Logf("refused as it must: %v", err)
 	}
 }
+
+func TestInlinePassword(t *testing.T) {
+	for conn, want := range map[string]bool{
+		"postgres://oc:pw@db/oc":                 true,
+		"postgresql://oc:@db/oc":                 true,
+		"postgres://oc@db/oc?password=pw":        true,
+		"host=/run/pg user=oc password=pw":       true,
+		"password = pw host=db":                  true,
+		"postgres://oc@db/oc":                    false,
+		"postgres://oc@db/oc?sslmode=require":    false,
+		"host=/run/pg user=oc dbname=passwords":  false,
+		"host=/run/pg user=oc passfile=/dev/nul": false,
+	} {
+		if got := postgres.InlinePassword(conn); got != want {
+			t.Errorf("InlinePassword(%q) = %v, want %v", conn, got, want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -58,8 +59,19 @@ var (
 
 // Main runs the tests of a package and then stops the shared cluster, if
 // one was started. Call it from TestMain: os.Exit(pgtest.Main(m)).
-func Main(m *testing.M) int {
-	code := m.Run()
+func Main(m *testing.M) int { return Wrap(m).Run() }
+
+// Runner is what a TestMain runs (a *testing.M).
+type Runner interface{ Run() int }
+
+// Wrap returns m, which also stops the shared cluster once its tests ran:
+// for a TestMain that hands m on (goleak.VerifyTestMain(pgtest.Wrap(m))).
+func Wrap(m Runner) Runner { return wrapped{m} }
+
+type wrapped struct{ m Runner }
+
+func (w wrapped) Run() int {
+	code := w.m.Run()
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: stop the cluster: %v\n", err)
@@ -244,6 +256,26 @@ func (c *Cluster) waitReady(bound time.Duration) error {
 // cluster's superuser, over the Unix socket.
 func (c *Cluster) ConnString(db string) string {
 	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.dir, superuser, db)
+}
+
+// URL is the postgres:// form of ConnString.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&sslmode=disable", superuser, db, url.QueryEscape(c.dir))
+}
+
+// FreshDatabase creates a database no test of this binary has used and
+// returns its name.
+func (c *Cluster) FreshDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("db%d", c.schemas.Add(1))
+	conn, err := pgconn.Connect(ctx, c.ConnString("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name).ReadAll(); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // Dir is the cluster's directory (its socket is there).
