@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/postgres"
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 )
@@ -131,6 +133,15 @@ type Options struct {
 	// address unless MetricsAllowRemote.
 	MetricsAddress     string
 	MetricsAllowRemote bool
+	// Store, when set, is the postgres:// URL of a PostgreSQL database
+	// that keeps coordination storage in place of <state>/coordination.db
+	// (docs/storage.md). It must not hold a password (StorePassword names
+	// it) and is never logged.
+	Store string
+	// StorePassword is a secret reference (keyring:, file:, env:, cmd:)
+	// to Store's password, resolved at start by the daemon's resolver;
+	// empty for none.
+	StorePassword string
 	// ticked, when set, is called after every scheduler round (a seam for
 	// this package's tests: a round that started after an observation has
 	// decided on it).
@@ -190,6 +201,9 @@ type Daemon struct {
 	sched *scheduler.Scheduler
 	srv   *management.Server
 	arts  *storage.Artifacts
+
+	// pg is store itself when it is PostgreSQL (Options.Store).
+	pg *postgres.Store
 
 	// ingress runs the registrations' ingresses.
 	ingress *ingresses
@@ -296,6 +310,9 @@ func (d *Daemon) defaults() error {
 	if o.Version == "" {
 		o.Version = buildinfo.Version()
 	}
+	if err := checkStore(o.Store, o.StorePassword); err != nil {
+		return err
+	}
 	if o.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -339,7 +356,33 @@ func (d *Daemon) takeState() error {
 	return nil
 }
 
+// checkStore refuses a PostgreSQL store the daemon cannot use, before the
+// state directory is touched, without repeating the URL.
+func checkStore(url, password string) error {
+	if url == "" {
+		if password != "" {
+			return errors.New("a store password was given without a store: pass --store postgres://… too")
+		}
+		return nil
+	}
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		return errors.New("the store must be a postgres:// URL (or leave --store out for the state directory's SQLite)")
+	}
+	if postgres.InlinePassword(url) {
+		return errors.New("the store URL holds a password; leave it out and name it as a secret reference with --store-password (keyring:, file:, env: or cmd:)")
+	}
+	if password != "" {
+		if _, err := config.ParseSecretRef(password); err != nil {
+			return fmt.Errorf("the store password: %w", err)
+		}
+	}
+	return nil
+}
+
 func (d *Daemon) openStorage(ctx context.Context) error {
+	if d.opts.Store != "" {
+		return d.openPostgres(ctx)
+	}
 	path := filepath.Join(d.state, DatabaseFile)
 	// Create the database owner-only; SQLite gives its -wal and -shm files
 	// the database file's mode.
@@ -356,6 +399,31 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 	d.store, d.db = scheduler.WakeOnWrites(store, d.Wake), store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
+	return nil
+}
+
+// openPostgres opens the PostgreSQL store Options.Store names, its
+// password resolved from Options.StorePassword.
+func (d *Daemon) openPostgres(ctx context.Context) error {
+	var password string
+	if d.opts.StorePassword != "" {
+		ref, err := config.ParseSecretRef(d.opts.StorePassword)
+		if err != nil {
+			return fmt.Errorf("the store password: %w", err)
+		}
+		r := &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}
+		if password, err = r.ResolveRef(ctx, ref); err != nil {
+			return fmt.Errorf("cannot resolve the store password %s: %w", ref, err)
+		}
+	}
+	store, err := postgres.Open(ctx, postgres.Options{ConnString: d.opts.Store, Password: password, Clock: d.clock, OnCommit: d.metrics.Commit})
+	if err != nil {
+		return fmt.Errorf("cannot open coordination storage on PostgreSQL: %w", err)
+	}
+	d.store, d.pg = store, store
+	// Closed before the lock is released.
+	d.closers = append([]func() error{store.Close}, d.closers...)
+	d.log.Info("coordination storage on PostgreSQL")
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/open-conduit/open-conduit/cmd/os/oscli"
 	"github.com/open-conduit/open-conduit/internal/executor/shell"
 	"github.com/open-conduit/open-conduit/internal/reaper"
+	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
 )
 
 // TestMain lets the test binary stand in for the open-conduit binary, as
@@ -39,5 +40,6 @@ func TestMain(m *testing.M) {
 		}
 		syscall.Exit(code)
 	}
-	goleak.VerifyTestMain(m)
+	// The PostgreSQL tests' cluster is stopped before the leak check.
+	goleak.VerifyTestMain(pgtest.Wrap(m))
 }

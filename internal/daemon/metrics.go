@@ -40,6 +40,9 @@ func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
 // counts reads the scrape-time values from SQLite: two grouped reads.
 func (d *Daemon) counts(ctx context.Context) (metrics.Counts, error) {
+	if d.pg != nil {
+		return d.pgCounts(ctx)
+	}
 	if d.db == nil {
 		return metrics.Counts{}, errors.New("coordination storage is not open")
 	}
@@ -52,6 +55,28 @@ func (d *Daemon) counts(ctx context.Context) (metrics.Counts, error) {
 		return metrics.Counts{}, err
 	}
 	return countsOf(work, exes), nil
+}
+
+// pgCounts reads the same values from PostgreSQL, whose tallies have
+// SQLite's shape.
+func (d *Daemon) pgCounts(ctx context.Context) (metrics.Counts, error) {
+	work, err := d.pg.TallyWork(ctx)
+	if err != nil {
+		return metrics.Counts{}, err
+	}
+	exes, err := d.pg.TallyExecutions(ctx)
+	if err != nil {
+		return metrics.Counts{}, err
+	}
+	w := make([]sqlite.WorkCount, len(work))
+	for i, c := range work {
+		w[i] = sqlite.WorkCount(c)
+	}
+	e := make([]sqlite.ExecutionCount, len(exes))
+	for i, c := range exes {
+		e[i] = sqlite.ExecutionCount(c)
+	}
+	return countsOf(w, e), nil
 }
 
 // countsOf converts SQLite's tallies: a hold counts only on Work that has

@@ -75,6 +75,9 @@ var rules = map[string][]string{
 	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
 	"internal/config":         {"extension", "internal/executor"},
 
+	// The shared store on PostgreSQL (pgx): the same layer as SQLite's.
+	"internal/storage/postgres": {"internal/clock", "internal/storage"},
+
 	// mcppkg: the runtime of MCP packages, an MCP client of the server.
 	"internal/packages/mcppkg": {"extension", "internal/buildinfo", "internal/clock", "internal/executor", "internal/packages"},
 	// Installed packages: the Go SDK a package is written on (the public
@@ -110,7 +113,7 @@ var rules = map[string][]string{
 		"internal/executor/agent", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/shell"},
 	"internal/daemon": {"api", "internal/buildinfo", "extension", "extensions/github", "extensions/human", "extensions/introspection", "extensions/slack", "internal/atomicfile", "internal/bootstrap", "internal/clock", "internal/config",
 		"internal/configsvc", "internal/daemon/humanport", "internal/daemon/introspectport", "internal/egress", "internal/executor", "internal/executor/agentrun", "internal/executor/claudecode", "internal/executor/codex", "internal/executor/sandbox", "internal/executor/shell", "internal/ids", "internal/kernel",
-		"internal/management", "internal/metrics", "internal/packages", "internal/packages/mcppkg", "internal/packages/pkgproto", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/sqlite",
+		"internal/management", "internal/metrics", "internal/packages", "internal/packages/mcppkg", "internal/packages/pkgproto", "internal/runs", "internal/scheduler", "internal/statedir", "internal/storage", "internal/storage/postgres", "internal/storage/sqlite",
 		"internal/toolbelt", "internal/webhook"},
 	// The daemon's adapter of storage to the introspection extension's
 	// port: the extension itself never knows the store.
@@ -153,6 +156,10 @@ var rules = map[string][]string{
 	// Test helpers.
 	"internal/storage/storagetest": {"internal/storage"},
 	"internal/wire/wiretest":       {},
+
+	// A throwaway PostgreSQL cluster for the PostgreSQL store's tests.
+	"internal/storage/postgres/pgtest": {},
+
 	// A fake GitHub (its API and git over smart HTTP) for the GitHub
 	// extension's tests and the end-to-end suite.
 	"extensions/github/ghtest": {},
@@ -221,6 +228,7 @@ func TestDependencyRulesRefuseViolations(t *testing.T) {
 	}{
 		"the kernel imports the toolbelt":       {"internal/kernel", module + "/internal/toolbelt", "may not import internal/toolbelt"},
 		"storage knows HTTP":                    {"internal/storage/sqlite", "net/http", "must never import net/http"},
+		"the PostgreSQL store knows HTTP":       {"internal/storage/postgres", "net/http", "must never import net/http"},
 		"config imports an executor":            {"internal/config", module + "/internal/executor/shell/x", "may not import"},
 		"a handler holds SQL":                   {"internal/management", "database/sql", "must never import database/sql"},
 		"something imports cmd":                 {"internal/daemon", module + "/cmd/open-conduit/cli", "may not import cmd/open-conduit/cli"},

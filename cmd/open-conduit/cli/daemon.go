@@ -11,6 +11,12 @@ import (
 // EnvNotifySocket is the service manager's readiness socket (sd_notify).
 const EnvNotifySocket = "NOTIFY_SOCKET"
 
+// EnvStore and EnvStorePassword stand for --store and --store-password.
+const (
+	EnvStore         = "OPEN_CONDUIT_STORE"
+	EnvStorePassword = "OPEN_CONDUIT_STORE_PASSWORD"
+)
+
 func init() {
 	commands = append(commands, newDaemonCmd)
 	// auth recover opens the credentials where the daemon keeps them.
@@ -24,7 +30,7 @@ var runDaemon = daemon.Run
 // newDaemonCmd is `open-conduit daemon`: the daemon itself, in the
 // foreground, until SIGINT or SIGTERM.
 func newDaemonCmd(s Streams) *cobra.Command {
-	var state, logFormat, logLevel, metricsAddr string
+	var state, logFormat, logLevel, metricsAddr, store, storePassword string
 	var metricsRemote bool
 	cmd := &cobra.Command{
 		Use:   "daemon [--state DIR] [--log-level LEVEL] [--log-format text|json] [--metrics-address HOST:PORT]",
@@ -52,10 +58,17 @@ operator credential), and also, without authentication, on
 --metrics-address HOST:PORT when given: a loopback address only, unless
 --metrics-allow-remote.
 
+Coordination storage is SQLite in the state directory, unless --store names
+a PostgreSQL database (a postgres:// URL without a password; also
+$OPEN_CONDUIT_STORE): its password is a secret reference, --store-password
+keyring:…, file:…, env:… or cmd:… (also $OPEN_CONDUIT_STORE_PASSWORD),
+resolved at start and never written or logged. See docs/storage.md.
+
 Examples:
   open-conduit daemon
   open-conduit daemon --state /srv/oc --log-format json --log-level debug
-  open-conduit daemon --metrics-address 127.0.0.1:9464`,
+  open-conduit daemon --metrics-address 127.0.0.1:9464
+  open-conduit daemon --store 'postgres://conduit@db.internal/conduit' --store-password keyring:conduit-db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if logFormat != daemon.LogText && logFormat != daemon.LogJSON {
@@ -74,9 +87,19 @@ Examples:
 			// their children must not inherit it.
 			notify := os.Getenv(EnvNotifySocket)
 			os.Unsetenv(EnvNotifySocket)
+			// Nor the store's address and password reference.
+			if store == "" {
+				store = os.Getenv(EnvStore)
+			}
+			if storePassword == "" {
+				storePassword = os.Getenv(EnvStorePassword)
+			}
+			os.Unsetenv(EnvStore)
+			os.Unsetenv(EnvStorePassword)
 			err := runDaemon(cmd.Context(), daemon.Options{
 				StateDir: state, LogFormat: logFormat, LogLevel: logLevel, Stderr: s.Err, NotifySocket: notify,
 				MetricsAddress: metricsAddr, MetricsAllowRemote: metricsRemote,
+				Store: store, StorePassword: storePassword,
 			})
 			if err != nil {
 				return failf("%v", err)
@@ -90,5 +113,7 @@ Examples:
 	f.StringVar(&logLevel, "log-level", daemon.LogInfo, "the least level logged: debug, info, warn or error")
 	f.StringVar(&metricsAddr, "metrics-address", "", "also serve GET /metrics, without authentication, on this loopback HOST:PORT (default: off)")
 	f.BoolVar(&metricsRemote, "metrics-allow-remote", false, "allow a --metrics-address that is not a loopback address")
+	f.StringVar(&store, "store", "", "keep coordination storage in this PostgreSQL database, a postgres:// URL without a password (default: $"+EnvStore+", else SQLite in the state directory)")
+	f.StringVar(&storePassword, "store-password", "", "the store's password as a secret reference: keyring:, file:, env: or cmd: (default: $"+EnvStorePassword+")")
 	return cmd
 }

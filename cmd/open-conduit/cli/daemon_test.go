@@ -111,3 +111,24 @@ func TestDaemonLogLevelAndMetricsFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDaemonStoreFlags(t *testing.T) {
+	got := fakeDaemon(t, nil)
+	if code, _, stderr := run(t, "daemon", "--state", "/s"); code != ExitOK || got.Store != "" || got.StorePassword != "" {
+		t.Fatalf("exit %d (%s), options %+v; want SQLite (no store) by default", code, stderr, got)
+	}
+	t.Setenv(EnvStore, "postgres://oc@db/oc")
+	t.Setenv(EnvStorePassword, "env:PGPASS_OC")
+	if code, _, stderr := run(t, "daemon", "--state", "/s"); code != ExitOK || got.Store != "postgres://oc@db/oc" || got.StorePassword != "env:PGPASS_OC" {
+		t.Fatalf("exit %d (%s), options %+v; want the store from the environment", code, stderr, got)
+	}
+	// Handed to the daemon, and not to what it starts.
+	if os.Getenv(EnvStore) != "" || os.Getenv(EnvStorePassword) != "" {
+		t.Fatalf("the store's variables are still set: %q, %q", os.Getenv(EnvStore), os.Getenv(EnvStorePassword))
+	}
+	t.Setenv(EnvStore, "postgres://oc@db/other")
+	code, _, stderr := run(t, "daemon", "--state", "/s", "--store", "postgres://oc@db2/oc", "--store-password", "keyring:oc-db")
+	if code != ExitOK || got.Store != "postgres://oc@db2/oc" || got.StorePassword != "keyring:oc-db" {
+		t.Fatalf("exit %d (%s), options %+v; want the flags over the environment", code, stderr, got)
+	}
+}

@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
+)
+
+// TestPostgresStoreRunsWorkEndToEnd: a daemon given a PostgreSQL store
+// keeps its records there (no coordination.db in the state directory),
+// resolves the store's password from a secret reference, runs Work to its
+// end on it, counts it for the metrics, and logs neither the store's
+// address nor its password.
+func TestPostgresStoreRunsWorkEndToEnd(t *testing.T) {
+	c := pgtest.Require(t)
+	db, err := c.FreshDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "pg-password-never-logged"
+	t.Setenv("OC_TEST_STORE_PASSWORD", password)
+	state := shortDir(t)
+	r := start(t, state, func(o *Options) {
+		o.Store = c.URL(db)
+		o.StorePassword = "env:OC_TEST_STORE_PASSWORD"
+	})
+	if r.d.pg == nil || r.d.db != nil {
+		t.Fatalf("the daemon did not open the PostgreSQL store")
+	}
+	if _, err := os.Stat(filepath.Join(state, DatabaseFile)); !os.IsNotExist(err) {
+		t.Errorf("%s exists beside a PostgreSQL store (%v)", DatabaseFile, err)
+	}
+	w := r.create(bootstrap.DefaultScope, bootstrap.DefaultBinding)
+	w = r.terminal(w.ID)
+	if w.State != storage.WorkSucceeded {
+		t.Fatalf("Work ended %s (%s %s), want succeeded\nlogs:\n%s", w.State, w.BlockedReason, w.OutcomeMessage, r.logs)
+	}
+	exes := r.executions(w.ID)
+	if len(exes) != 1 || exes[0].Result != storage.ResultSucceeded {
+		t.Fatalf("executions = %+v, want one that succeeded", exes)
+	}
+	if out := r.log(exes[0]); !strings.Contains(out, "Open Conduit ran Work "+w.ID) {
+		t.Errorf("log %q does not say the Work ran", out)
+	}
+	counts, err := r.d.counts(context.Background())
+	if err != nil || counts.Work[string(storage.WorkSucceeded)] != 1 || counts.Finished[string(storage.ResultSucceeded)] != 1 {
+		t.Fatalf("metrics counts = %+v, %v; want one succeeded Work and attempt", counts, err)
+	}
+	r.stop()
+	for _, secret := range []string{password, c.Dir(), db} {
+		if strings.Contains(r.logs.String(), secret) {
+			t.Errorf("the logs name %q", secret)
+		}
+	}
+}
+
+// TestStoreOptionsAreRefusedBeforeTheStateDirectory: a store URL holding
+// a password, one that is not postgres://, a password without a store and
+// a password that is not a secret reference are refused before the state
+// directory is made, without repeating what was given.
+func TestStoreOptionsAreRefusedBeforeTheStateDirectory(t *testing.T) {
+	for _, tc := range []struct{ store, password, want string }{
+		{"postgres://oc:s3cr3t-pw@db/oc", "", "holds a password"},
+		{"postgres://oc@db/oc?password=s3cr3t-pw", "", "holds a password"},
+		{"mysql://oc@db/oc", "", "postgres:// URL"},
+		{"", "env:S3CR3T_PW", "without a store"},
+		{"postgres://oc@db/oc", "s3cr3t-pw", "secret reference"},
+	} {
+		state := filepath.Join(t.TempDir(), "s")
+		opts := options(t, state, io.Discard)
+		opts.Store, opts.StorePassword = tc.store, tc.password
+		_, err := New(context.Background(), opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("store %q, password %q: %v; want a refusal saying %q", tc.store, tc.password, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "oc@db") {
+			t.Fatalf("the refusal repeats what was given: %v", err)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Fatalf("the state directory was made before the refusal (%v)", err)
+		}
+	}
+}

@@ -1,0 +1,648 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// conn is what both the pool and a transaction offer.
+type conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// querier runs the store's queries, written with ? placeholders (as the
+// SQLite store's are), on the pool or in a transaction. pgx prepares each
+// text once per connection and keeps it (its statement cache).
+type querier struct{ c conn }
+
+func (q querier) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
+	return q.c.Exec(ctx, rebind(query), args...)
+}
+
+func (q querier) query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
+	return q.c.Query(ctx, rebind(query), args...)
+}
+
+func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Row {
+	return q.c.QueryRow(ctx, rebind(query), args...)
+}
+
+var rebound sync.Map
+
+// rebind turns each ? outside a quoted literal into $1, $2, … The store's
+// texts are a bounded set, so the results are kept.
+func rebind(query string) string {
+	if v, ok := rebound.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n, quoted := 0, false
+	for _, r := range query {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+		case r == '?' && !quoted:
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	rebound.Store(query, out)
+	return out
+}
+
+// queries implements storage.Reader on a querier.
+type queries struct{ q querier }
+
+// tx implements storage.Tx.
+type tx struct{ queries }
+
+var _ storage.Tx = (*tx)(nil)
+
+// scanner is a pgx.Row or pgx.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// Times are stored as Unix nanoseconds; 0 is the zero time.
+func ts(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromTS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func nullTS(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return fromTS(*n)
+}
+
+// Optional references are NULL when empty.
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func strOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func jsonList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func parseList(s string) ([]string, error) {
+	var v []string
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, fmt.Errorf("postgres: corrupt list %q: %w", s, err)
+	}
+	if v == nil {
+		v = []string{}
+	}
+	return v, nil
+}
+
+// one maps pgx.ErrNoRows to storage.ErrNotFound at the driver edge.
+func one(err error, what, id string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s %s", storage.ErrNotFound, what, id)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: read %s %s: %s", what, id, engineMessage(err))
+	}
+	return nil
+}
+
+// isUnique reports whether err is a unique violation. Inserts say ON
+// CONFLICT DO NOTHING, so that a taken identity leaves the transaction
+// usable; this is the backstop at the driver edge.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// writeErr maps a write's engine error.
+func writeErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if isUnique(err) {
+		return fmt.Errorf("%w: %s: %s", storage.ErrDuplicate, what, engineMessage(err))
+	}
+	return fmt.Errorf("postgres: %s: %s", what, engineMessage(err))
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// where builds a WHERE clause from conditions.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) eq(col string, v string) {
+	if v != "" {
+		w.add(col+" = ?", v)
+	}
+}
+
+func (w *where) in(col string, vs []string) {
+	if len(vs) == 0 {
+		return
+	}
+	args := make([]any, len(vs))
+	for i, v := range vs {
+		args[i] = v
+	}
+	w.add(col+" IN ("+placeholders(len(vs))+")", args...)
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// page adds the keyset conditions on (created_at, id) and returns the
+// ORDER BY and LIMIT clause. Text columns are COLLATE "C" (the schema's):
+// ids compare as bytes, as SQLite compares them, whatever the database's
+// default collation.
+func (w *where) page(p storage.Page) string {
+	if p.Until != nil {
+		w.add(`(created_at, id) <= (?, ?)`, ts(p.Until.CreatedAt), p.Until.ID)
+	}
+	order := ` ORDER BY created_at, id`
+	if p.Desc {
+		order = ` ORDER BY created_at DESC, id DESC`
+		if p.After != nil {
+			w.add(`(created_at, id) < (?, ?)`, ts(p.After.CreatedAt), p.After.ID)
+		}
+	} else if p.After != nil {
+		w.add(`(created_at, id) > (?, ?)`, ts(p.After.CreatedAt), p.After.ID)
+	}
+	return order + fmt.Sprintf(" LIMIT %d", storage.EffectiveLimit(p.Limit))
+}
+
+func collect[T any](rows pgx.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf("postgres: query: %s", engineMessage(err))
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: query: %s", engineMessage(err))
+	}
+	return out, nil
+}
+
+func stateStrings[S ~string](states []S) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// ---- events ----
+
+const eventCols = `seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at`
+
+func scanEvent(r scanner) (storage.Event, error) {
+	var e storage.Event
+	var data string
+	var parent *string
+	var at int64
+	err := r.Scan(&e.Seq, &e.ID, &e.Type, &e.Source, &e.Scope, &e.Work, &e.Execution, &e.CorrelationKey,
+		&data, &parent, &e.Root, &e.Depth, &e.Actor, &e.DeliveryID, &at)
+	if err != nil {
+		return e, err
+	}
+	e.Data = json.RawMessage(data)
+	e.Parent = strOf(parent)
+	e.AcceptedAt = fromTS(at)
+	return e, nil
+}
+
+func (q queries) GetEvent(ctx context.Context, id string) (storage.Event, error) {
+	e, err := scanEvent(q.q.queryRow(ctx, `SELECT `+eventCols+` FROM events WHERE id = ?`, id))
+	return e, one(err, "event", id)
+}
+
+func (q queries) GetEventBySeq(ctx context.Context, seq int64) (storage.Event, error) {
+	e, err := scanEvent(q.q.queryRow(ctx, `SELECT `+eventCols+` FROM events WHERE seq = ?`, seq))
+	return e, one(err, "event seq", fmt.Sprint(seq))
+}
+
+func (q queries) GetEventByDelivery(ctx context.Context, source, deliveryID string) (storage.Event, error) {
+	e, err := scanEvent(q.q.queryRow(ctx,
+		`SELECT `+eventCols+` FROM events WHERE source = ? AND delivery_id = ? AND delivery_id <> ''`, source, deliveryID))
+	return e, one(err, "event delivery", source+"/"+deliveryID)
+}
+
+func (q queries) ListEvents(ctx context.Context, p *storage.ListEventsParams) ([]storage.Event, error) {
+	var w where
+	w.eq("scope", p.Scope)
+	w.eq("work", p.Work)
+	w.eq("execution", p.Execution)
+	w.eq("type", p.Type)
+	w.eq("root", p.Root)
+	w.eq("correlation_key", p.CorrelationKey)
+	if p.UntilSeq > 0 {
+		w.add("seq <= ?", p.UntilSeq)
+	}
+	order := " ORDER BY seq"
+	if p.Desc {
+		order = " ORDER BY seq DESC"
+		if p.AfterSeq > 0 {
+			w.add("seq < ?", p.AfterSeq)
+		}
+	} else if p.AfterSeq > 0 {
+		w.add("seq > ?", p.AfterSeq)
+	}
+	query := `SELECT ` + eventCols + ` FROM events` + w.sql() + order + fmt.Sprintf(" LIMIT %d", storage.EffectiveLimit(p.Limit))
+	rows, err := q.q.query(ctx, query, w.args...)
+	return collect(rows, err, scanEvent)
+}
+
+func (q queries) FindEvent(ctx context.Context, p *storage.FindEventParams) (storage.Event, error) {
+	if len(p.Keys) == 0 {
+		return storage.Event{}, fmt.Errorf("%w: no keys to find an event by", storage.ErrNotFound)
+	}
+	var w where
+	w.add("scope = ?", p.Scope)
+	w.add("seq > ?", p.AfterSeq)
+	w.in("correlation_key", p.Keys)
+	w.in("type", p.Types)
+	e, err := scanEvent(q.q.queryRow(ctx, `SELECT `+eventCols+` FROM events`+w.sql()+` ORDER BY seq LIMIT 1`, w.args...))
+	return e, one(err, "event matching", strings.Join(p.Keys, ","))
+}
+
+// LastSeq reads the counter: in a transaction it includes the
+// transaction's own events, outside it is the highest committed seq.
+func (q queries) LastSeq(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.q.queryRow(ctx, `SELECT last FROM event_counter WHERE id = 1`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %s", engineMessage(err))
+	}
+	return n, nil
+}
+
+func (q queries) GetCausalRoot(ctx context.Context, root string) (storage.CausalRoot, error) {
+	var r storage.CausalRoot
+	var ws, pa int64
+	err := q.q.queryRow(ctx, `SELECT root, max_depth, per_minute, window_start, window_count, pinned_at FROM causal_roots WHERE root = ?`, root).
+		Scan(&r.Root, &r.MaxDepth, &r.PerMinute, &ws, &r.WindowCount, &pa)
+	r.WindowStart, r.PinnedAt = fromTS(ws), fromTS(pa)
+	return r, one(err, "causal root", root)
+}
+
+// ---- work ----
+
+const workCols = `id, scope, binding, state, blocked_reason, blocked_detail, parent, created_event, outcome_message, outcome_data, grants, input_watermark, input_count, attempts, revision, created_at, updated_at, wait_reason`
+
+func scanWork(r scanner) (storage.Work, error) {
+	var w storage.Work
+	var parent, outcome *string
+	var grants string
+	var created, updated int64
+	err := r.Scan(&w.ID, &w.Scope, &w.Binding, &w.State, &w.BlockedReason, &w.BlockedDetail, &parent, &w.CreatedEvent,
+		&w.OutcomeMessage, &outcome, &grants, &w.InputWatermark, &w.InputCount, &w.Attempts, &w.Revision, &created, &updated, &w.WaitReason)
+	if err != nil {
+		return w, err
+	}
+	w.Parent = strOf(parent)
+	if outcome != nil {
+		w.OutcomeData = json.RawMessage(*outcome)
+	}
+	if w.Grants, err = parseList(grants); err != nil {
+		return w, err
+	}
+	w.CreatedAt, w.UpdatedAt = fromTS(created), fromTS(updated)
+	return w, nil
+}
+
+func (q queries) GetWork(ctx context.Context, id string) (storage.Work, error) {
+	w, err := scanWork(q.q.queryRow(ctx, `SELECT `+workCols+` FROM work WHERE id = ?`, id))
+	return w, one(err, "work", id)
+}
+
+func (q queries) ListWork(ctx context.Context, p *storage.ListWorkParams) ([]storage.Work, error) {
+	var w where
+	w.eq("scope", p.Scope)
+	w.eq("state", string(p.State))
+	w.eq("parent", p.Parent)
+	w.eq("binding", p.Binding)
+	tail := w.page(p.Page)
+	rows, err := q.q.query(ctx, `SELECT `+workCols+` FROM work`+w.sql()+tail, w.args...)
+	return collect(rows, err, scanWork)
+}
+
+// ListClaimable skips (SKIP LOCKED) the Work whose row another
+// transaction holds, another daemon's claim in flight: claimers on
+// several daemons take different Work instead of queueing on the same
+// rows. The claim itself stays a compare-and-set on the Work's revision.
+func (q queries) ListClaimable(ctx context.Context, limit int) ([]storage.Work, error) {
+	rows, err := q.q.query(ctx, `SELECT `+workCols+` FROM work w
+		WHERE state = 'ready' AND blocked_reason = ''
+		  AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.work = w.id AND e.state IN ('running', 'stopping'))
+		ORDER BY created_at, id LIMIT ? FOR UPDATE OF w SKIP LOCKED`, storage.EffectiveLimit(limit))
+	return collect(rows, err, scanWork)
+}
+
+func (q queries) GetKeyOwner(ctx context.Context, scope, key string) (storage.Work, error) {
+	w, err := scanWork(q.q.queryRow(ctx, `SELECT `+prefixed("w.", workCols)+` FROM work_keys k JOIN work w ON w.id = k.work
+		WHERE k.scope = ? AND k.key = ? AND k.released_at IS NULL`, scope, key))
+	return w, one(err, "owner of key", key)
+}
+
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, p := range parts {
+		parts[i] = prefix + p
+	}
+	return strings.Join(parts, ", ")
+}
+
+func scanString(r scanner) (string, error) {
+	var s string
+	return s, r.Scan(&s)
+}
+
+func (q queries) ListWorkKeys(ctx context.Context, workID string) ([]string, error) {
+	rows, err := q.q.query(ctx, `SELECT key FROM work_keys WHERE work = ? AND released_at IS NULL ORDER BY key`, workID)
+	keys, err := collect(rows, err, scanString)
+	if keys == nil && err == nil {
+		keys = []string{}
+	}
+	return keys, err
+}
+
+func (q queries) ListKeysEverOwned(ctx context.Context, workID string) ([]string, error) {
+	rows, err := q.q.query(ctx, `SELECT DISTINCT key FROM work_keys WHERE work = ? ORDER BY key`, workID)
+	keys, err := collect(rows, err, scanString)
+	if keys == nil && err == nil {
+		keys = []string{}
+	}
+	return keys, err
+}
+
+func scanInput(r scanner) (storage.Input, error) {
+	var in storage.Input
+	var at int64
+	err := r.Scan(&in.Work, &in.Position, &in.Event, &at)
+	in.QueuedAt = fromTS(at)
+	return in, err
+}
+
+func (q queries) ListInputs(ctx context.Context, p *storage.ListInputsParams) ([]storage.Input, error) {
+	var w where
+	w.add("work = ?", p.Work)
+	w.add("position > ?", p.AfterPosition)
+	if p.UntilPosition > 0 {
+		w.add("position <= ?", p.UntilPosition)
+	}
+	rows, err := q.q.query(ctx, `SELECT work, position, event, queued_at FROM work_inputs`+w.sql()+
+		fmt.Sprintf(" ORDER BY position LIMIT %d", storage.EffectiveLimit(p.Limit)), w.args...)
+	return collect(rows, err, scanInput)
+}
+
+// ---- executions ----
+
+const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, session, ` +
+	`usage_input_tokens, usage_output_tokens, usage_cache_read_tokens, usage_cache_creation_tokens, usage_cost_usd, usage_turns, revision, created_at, updated_at`
+
+func scanExecution(r scanner) (storage.Execution, error) {
+	var e storage.Execution
+	var lease, deadline, created, updated int64
+	var exit *int
+	var in, out, cacheRead, cacheCreation, turns *int64
+	var cost *float64
+	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Session,
+		&in, &out, &cacheRead, &cacheCreation, &cost, &turns, &e.Revision, &created, &updated)
+	e.ExitCode = exit
+	// The usage columns are set together: NULL until a segment reported
+	// usage.
+	if in != nil {
+		u := &storage.Usage{InputTokens: *in}
+		for dst, src := range map[*int64]*int64{&u.OutputTokens: out, &u.CacheReadTokens: cacheRead, &u.CacheCreationTokens: cacheCreation, &u.Turns: turns} {
+			if src != nil {
+				*dst = *src
+			}
+		}
+		if cost != nil {
+			u.CostUSD = *cost
+		}
+		e.Usage = u
+	}
+	e.LeaseExpiresAt, e.Deadline = fromTS(lease), fromTS(deadline)
+	e.CreatedAt, e.UpdatedAt = fromTS(created), fromTS(updated)
+	return e, err
+}
+
+func (q queries) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	e, err := scanExecution(q.q.queryRow(ctx, `SELECT `+execCols+` FROM executions WHERE id = ?`, id))
+	return e, one(err, "execution", id)
+}
+
+func (q queries) ListExecutions(ctx context.Context, p *storage.ListExecutionsParams) ([]storage.Execution, error) {
+	var w where
+	w.eq("work", p.Work)
+	w.eq("scope", p.Scope)
+	w.eq("binding", p.Binding)
+	w.in("state", stateStrings(p.States))
+	w.in("result", stateStrings(p.Results))
+	if !p.CreatedFrom.IsZero() {
+		w.add("created_at >= ?", ts(p.CreatedFrom))
+	}
+	w.eq("owner", p.Owner)
+	if p.NotOwner != "" {
+		w.add("owner <> ?", p.NotOwner)
+	}
+	if !p.LeaseExpiredBy.IsZero() {
+		w.add("lease_expires_at <= ?", ts(p.LeaseExpiredBy))
+	}
+	tail := w.page(p.Page)
+	rows, err := q.q.query(ctx, `SELECT `+execCols+` FROM executions`+w.sql()+tail, w.args...)
+	return collect(rows, err, scanExecution)
+}
+
+func (q queries) GetLiveExecution(ctx context.Context, workID string) (storage.Execution, error) {
+	e, err := scanExecution(q.q.queryRow(ctx, `SELECT `+execCols+` FROM executions WHERE work = ? AND state <> 'finished'`, workID))
+	return e, one(err, "live execution of work", workID)
+}
+
+func (q queries) CountLeased(ctx context.Context, owner string) (int, error) {
+	var n int
+	err := q.q.queryRow(ctx, `SELECT COUNT(*) FROM executions WHERE owner = ? AND state IN ('running', 'stopping')`, owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count leased: %s", engineMessage(err))
+	}
+	return n, nil
+}
+
+const declCols = `execution, epoch, kind, payload, declared_at, applied_at, disposition`
+
+func scanDeclaration(r scanner) (storage.Declaration, error) {
+	var d storage.Declaration
+	var payload string
+	var declared int64
+	var applied *int64
+	err := r.Scan(&d.Execution, &d.Epoch, &d.Kind, &payload, &declared, &applied, &d.Disposition)
+	d.Payload = json.RawMessage(payload)
+	d.DeclaredAt, d.AppliedAt = fromTS(declared), nullTS(applied)
+	return d, err
+}
+
+func (q queries) GetDeclaration(ctx context.Context, executionID string, epoch int64) (storage.Declaration, error) {
+	d, err := scanDeclaration(q.q.queryRow(ctx, `SELECT `+declCols+` FROM declarations WHERE execution = ? AND epoch = ?`, executionID, epoch))
+	return d, one(err, "declaration of", fmt.Sprintf("%s epoch %d", executionID, epoch))
+}
+
+func (q queries) GetPendingDeclaration(ctx context.Context, executionID string) (storage.Declaration, error) {
+	d, err := scanDeclaration(q.q.queryRow(ctx, `SELECT `+declCols+` FROM declarations WHERE execution = ? AND applied_at IS NULL`, executionID))
+	return d, one(err, "pending declaration of", executionID)
+}
+
+// ---- waits and timers ----
+
+const waitCols = `id, work, scope, execution, epoch, registration, types, keys, on_work_keys, watermark, timer, timeout_at, state, satisfied_by, created_at, updated_at`
+
+func scanWait(r scanner) (storage.Wait, error) {
+	var w storage.Wait
+	var exe, timer, satisfied *string
+	var types, keys string
+	var timeout, created, updated int64
+	err := r.Scan(&w.ID, &w.Work, &w.Scope, &exe, &w.Epoch, &w.Registration, &types, &keys, &w.OnWorkKeys, &w.Watermark,
+		&timer, &timeout, &w.State, &satisfied, &created, &updated)
+	if err != nil {
+		return w, err
+	}
+	w.Execution, w.Timer, w.SatisfiedBy = strOf(exe), strOf(timer), strOf(satisfied)
+	if w.Types, err = parseList(types); err != nil {
+		return w, err
+	}
+	if w.Keys, err = parseList(keys); err != nil {
+		return w, err
+	}
+	w.TimeoutAt, w.CreatedAt, w.UpdatedAt = fromTS(timeout), fromTS(created), fromTS(updated)
+	return w, nil
+}
+
+func (q queries) GetWait(ctx context.Context, id string) (storage.Wait, error) {
+	w, err := scanWait(q.q.queryRow(ctx, `SELECT `+waitCols+` FROM waits WHERE id = ?`, id))
+	return w, one(err, "wait", id)
+}
+
+func (q queries) GetActiveWait(ctx context.Context, workID string) (storage.Wait, error) {
+	w, err := scanWait(q.q.queryRow(ctx, `SELECT `+waitCols+` FROM waits WHERE work = ? AND state = 'active'`, workID))
+	return w, one(err, "active wait of work", workID)
+}
+
+func (q queries) ListWaits(ctx context.Context, p *storage.ListWaitsParams) ([]storage.Wait, error) {
+	var w where
+	w.eq("work", p.Work)
+	w.eq("scope", p.Scope)
+	w.eq("state", string(p.State))
+	tail := w.page(p.Page)
+	rows, err := q.q.query(ctx, `SELECT `+waitCols+` FROM waits`+w.sql()+tail, w.args...)
+	return collect(rows, err, scanWait)
+}
+
+func (q queries) ListActiveWaitsByKey(ctx context.Context, scope, key string) ([]storage.Wait, error) {
+	rows, err := q.q.query(ctx, `SELECT `+prefixed("w.", waitCols)+` FROM wait_keys k JOIN waits w ON w.id = k.wait
+		WHERE k.key = ? AND w.scope = ? AND w.state = 'active' ORDER BY w.created_at, w.id`, key, scope)
+	return collect(rows, err, scanWait)
+}
+
+func scanTimer(r scanner) (storage.Timer, error) {
+	var t storage.Timer
+	var due, created int64
+	var fired *int64
+	err := r.Scan(&t.ID, &t.Kind, &t.Target, &due, &fired, &created)
+	t.DueAt, t.FiredAt, t.CreatedAt = fromTS(due), nullTS(fired), fromTS(created)
+	return t, err
+}
+
+func (q queries) GetTimer(ctx context.Context, id string) (storage.Timer, error) {
+	t, err := scanTimer(q.q.queryRow(ctx, `SELECT id, kind, target, due_at, fired_at, created_at FROM timers WHERE id = ?`, id))
+	return t, one(err, "timer", id)
+}
+
+func (q queries) ListDueTimers(ctx context.Context, now time.Time, limit int) ([]storage.Timer, error) {
+	rows, err := q.q.query(ctx, `SELECT id, kind, target, due_at, fired_at, created_at FROM timers
+		WHERE fired_at IS NULL AND due_at <= ? ORDER BY due_at, id LIMIT ?`, ts(now), storage.EffectiveLimit(limit))
+	return collect(rows, err, scanTimer)
+}
+
+// ---- artifacts ----
+
+const artifactCols = `id, execution, work, name, media_type, size, sha256, created_at`
+
+func scanArtifact(r scanner) (storage.Artifact, error) {
+	var a storage.Artifact
+	var created int64
+	err := r.Scan(&a.ID, &a.Execution, &a.Work, &a.Name, &a.MediaType, &a.Size, &a.SHA256, &created)
+	a.CreatedAt = fromTS(created)
+	return a, err
+}
+
+func (q queries) GetArtifact(ctx context.Context, id string) (storage.Artifact, error) {
+	a, err := scanArtifact(q.q.queryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE id = ?`, id))
+	return a, one(err, "artifact", id)
+}
+
+func (q queries) ListArtifacts(ctx context.Context, p *storage.ListArtifactsParams) ([]storage.Artifact, error) {
+	var w where
+	w.eq("execution", p.Execution)
+	w.eq("work", p.Work)
+	tail := w.page(p.Page)
+	rows, err := q.q.query(ctx, `SELECT `+artifactCols+` FROM artifacts`+w.sql()+tail, w.args...)
+	return collect(rows, err, scanArtifact)
+}

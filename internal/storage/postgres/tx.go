@@ -1,0 +1,502 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
+)
+
+// exists reports whether query returns a row.
+func (t *tx) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := t.q.queryRow(ctx, query, args...).Scan(&one)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return false, fmt.Errorf("postgres: check: %s", engineMessage(err))
+	}
+	return true, nil
+}
+
+// insert runs an INSERT ... ON CONFLICT DO NOTHING and reports whether it
+// wrote its row: a taken identity (any unique index, another daemon's
+// concurrent insert included, once that one committed) is reported without
+// aborting the transaction, so that the caller can go on (the contract's
+// usable-after-refusal rule).
+func (t *tx) insert(ctx context.Context, what, query string, args ...any) (bool, error) {
+	tag, err := t.q.exec(ctx, query+` ON CONFLICT DO NOTHING`, args...)
+	if err != nil {
+		return false, writeErr(err, what)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// fenced turns a compare-and-set that touched no row into ErrFenced (or
+// ErrNotFound when the row does not exist at all).
+func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string) error {
+	if n == 1 {
+		return nil
+	}
+	ok, err := t.exists(ctx, `SELECT 1 FROM `+table+` WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s %s", storage.ErrNotFound, what, id)
+	}
+	return fmt.Errorf("%w: %s %s has moved on", storage.ErrFenced, what, id)
+}
+
+// ---- events ----
+
+// InsertEvent numbers the event from the counter row, which it locks first
+// and holds until the transaction ends: every other accepting transaction,
+// of this daemon or another, waits for it, so the sequence is gap-free and
+// increases in commit order. Because the lock is taken before the
+// identity checks, those checks (each a statement of its own, so a fresh
+// snapshot under READ COMMITTED) see every event committed before it.
+func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
+	if p.ID == "" || p.Root == "" {
+		return storage.Event{}, errors.New("postgres: an event needs an id and a root")
+	}
+	var last int64
+	if err := t.q.queryRow(ctx, `SELECT last FROM event_counter WHERE id = 1 FOR UPDATE`).Scan(&last); err != nil {
+		return storage.Event{}, fmt.Errorf("postgres: lock the event sequence: %s", engineMessage(err))
+	}
+	if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID); err != nil {
+		return storage.Event{}, err
+	} else if dup {
+		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
+	}
+	if p.DeliveryID != "" {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ?`, p.Source, p.DeliveryID); err != nil {
+			return storage.Event{}, err
+		} else if dup {
+			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
+		}
+	}
+	data := p.Data
+	if len(data) == 0 {
+		data = json.RawMessage(`{}`)
+	}
+	seq := last + 1
+	// One statement moves the counter (whose row this transaction holds)
+	// and writes the event.
+	_, err := t.q.exec(ctx, `WITH moved AS (UPDATE event_counter SET last = ? WHERE id = 1 RETURNING last)
+		INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+		VALUES ((SELECT last FROM moved), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
+		p.Actor, p.DeliveryID, ts(p.AcceptedAt))
+	if err != nil {
+		return storage.Event{}, writeErr(err, "insert event")
+	}
+	return storage.Event{
+		Seq: seq, ID: p.ID, Type: p.Type, Source: p.Source, Scope: p.Scope, Work: p.Work, Execution: p.Execution,
+		CorrelationKey: p.CorrelationKey, Data: data, Parent: p.Parent, Root: p.Root, Depth: p.Depth, Actor: p.Actor,
+		DeliveryID: p.DeliveryID, AcceptedAt: fromTS(ts(p.AcceptedAt)),
+	}, nil
+}
+
+func (t *tx) InsertCausalRoot(ctx context.Context, r *storage.CausalRoot) error {
+	ok, err := t.insert(ctx, "pin causal root", `INSERT INTO causal_roots (root, max_depth, per_minute, window_start, window_count, pinned_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.Root, r.MaxDepth, r.PerMinute, ts(r.WindowStart), r.WindowCount, ts(r.PinnedAt))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: causal root %s is pinned", storage.ErrDuplicate, r.Root)
+	}
+	return nil
+}
+
+func (t *tx) UpdateCausalWindow(ctx context.Context, p *storage.UpdateCausalWindowParams) error {
+	tag, err := t.q.exec(ctx, `UPDATE causal_roots SET window_start = ?, window_count = ?
+		WHERE root = ? AND window_start = ? AND window_count = ?`,
+		ts(p.WindowStart), p.WindowCount, p.Root, ts(p.FromWindowStart), p.FromWindowCount)
+	if err != nil {
+		return writeErr(err, "update causal window")
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: causal window of %s has moved on", storage.ErrFenced, p.Root)
+	}
+	return nil
+}
+
+// ---- work ----
+
+func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+	if !p.State.Valid() {
+		return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", p.State)
+	}
+	ok, err := t.insert(ctx, "insert work", `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Work{}, err
+	}
+	if !ok {
+		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
+	}
+	return t.GetWork(ctx, p.ID)
+}
+
+func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
+	set := []string{"revision = revision + 1", "updated_at = ?"}
+	args := []any{ts(p.Now)}
+	if p.State != nil {
+		if !p.State.Valid() {
+			return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", *p.State)
+		}
+		set, args = append(set, "state = ?"), append(args, string(*p.State))
+	}
+	if p.Binding != nil {
+		set, args = append(set, "binding = ?"), append(args, *p.Binding)
+	}
+	if p.Grants != nil {
+		set, args = append(set, "grants = ?"), append(args, jsonList(*p.Grants))
+	}
+	if p.BlockedReason != nil {
+		set, args = append(set, "blocked_reason = ?"), append(args, *p.BlockedReason)
+	}
+	if p.BlockedDetail != nil {
+		set, args = append(set, "blocked_detail = ?"), append(args, *p.BlockedDetail)
+	}
+	if p.WaitReason != nil {
+		set, args = append(set, "wait_reason = ?"), append(args, *p.WaitReason)
+	}
+	if p.OutcomeMessage != nil {
+		set, args = append(set, "outcome_message = ?"), append(args, *p.OutcomeMessage)
+	}
+	if p.OutcomeData != nil {
+		var v *string
+		if len(*p.OutcomeData) > 0 {
+			s := string(*p.OutcomeData)
+			v = &s
+		}
+		set, args = append(set, "outcome_data = ?"), append(args, v)
+	}
+	if p.InputWatermark != nil {
+		set, args = append(set, "input_watermark = ?"), append(args, *p.InputWatermark)
+	}
+	if p.AddAttempts != 0 {
+		set, args = append(set, "attempts = attempts + ?"), append(args, p.AddAttempts)
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.in("state", stateStrings(p.FromStates))
+	if p.Revision != 0 {
+		w.add("revision = ?", p.Revision)
+	}
+	tag, err := t.q.exec(ctx, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Work{}, writeErr(err, "update work")
+	}
+	if err := t.fenced(ctx, "work", p.ID, tag.RowsAffected(), "work"); err != nil {
+		return storage.Work{}, err
+	}
+	return t.GetWork(ctx, p.ID)
+}
+
+func (t *tx) keyOwner(ctx context.Context, scope, key string) (string, error) {
+	var owner string
+	err := t.q.queryRow(ctx, `SELECT work FROM work_keys WHERE scope = ? AND key = ? AND released_at IS NULL`, scope, key).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres: check key owner: %s", engineMessage(err))
+	}
+	return owner, nil
+}
+
+func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error {
+	if p.Key == "" {
+		return errors.New("postgres: an empty key cannot be owned")
+	}
+	for range 2 {
+		owner, err := t.keyOwner(ctx, p.Scope, p.Key)
+		switch {
+		case err != nil:
+			return err
+		case owner == p.Work:
+			return nil
+		case owner != "":
+			return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
+		}
+		ok, err := t.insert(ctx, "acquire key", `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
+		if err != nil || ok {
+			return err
+		}
+		// Another transaction took the key between the check and the
+		// insert, and committed: read who owns it now.
+	}
+	return fmt.Errorf("%w: key %q is owned by another work", storage.ErrDuplicate, p.Key)
+}
+
+func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
+	_, err := t.q.exec(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
+	return writeErr(err, "release keys")
+}
+
+// QueueInput locks the Work's row first, so that two daemons queuing for
+// the same Work number their inputs one after the other and the same
+// event is queued once.
+func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (storage.Input, error) {
+	var count int64
+	if err := t.q.queryRow(ctx, `SELECT input_count FROM work WHERE id = ? FOR UPDATE`, p.Work).Scan(&count); err != nil {
+		return storage.Input{}, one(err, "work", p.Work)
+	}
+	in, err := scanInput(t.q.queryRow(ctx, `SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?`, p.Work, p.Event))
+	if err == nil {
+		return in, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return in, fmt.Errorf("postgres: check input: %s", engineMessage(err))
+	}
+	pos := count + 1
+	if _, err := t.q.exec(ctx, `INSERT INTO work_inputs (work, position, event, queued_at) VALUES (?, ?, ?, ?)`,
+		p.Work, pos, p.Event, ts(p.At)); err != nil {
+		return storage.Input{}, writeErr(err, "queue input")
+	}
+	if _, err := t.q.exec(ctx, `UPDATE work SET input_count = ?, revision = revision + 1, updated_at = ? WHERE id = ?`, pos, ts(p.At), p.Work); err != nil {
+		return storage.Input{}, writeErr(err, "queue input")
+	}
+	return storage.Input{Work: p.Work, Position: pos, Event: p.Event, QueuedAt: fromTS(ts(p.At))}, nil
+}
+
+// ---- executions ----
+
+func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	ok, err := t.insert(ctx, "insert execution", `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, 'running', ?, ?, ?)`,
+		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
+		ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Execution{}, err
+	}
+	if !ok {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
+			return storage.Execution{}, err
+		} else if dup {
+			return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
+		}
+		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
+	state := p.State
+	if state == "" {
+		state = storage.ExecutionRunning
+	}
+	// A new epoch is a segment whose end nobody has observed yet: a parked
+	// execution's exit code was its previous segment's.
+	set := []string{"epoch = epoch + 1", "owner = ?", "lease_expires_at = ?", "state = ?", "exit_code = NULL", "revision = revision + 1", "updated_at = ?"}
+	args := []any{p.Owner, ts(p.LeaseExpiresAt), string(state), ts(p.Now)}
+	if p.Deadline != nil {
+		set, args = append(set, "deadline = ?"), append(args, ts(*p.Deadline))
+	}
+	if p.InputWatermark != nil {
+		set, args = append(set, "input_watermark = ?"), append(args, *p.InputWatermark)
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.FromEpoch)
+	w.in("state", stateStrings(p.FromStates))
+	if !p.ExpiredBy.IsZero() {
+		w.add("lease_expires_at <= ?", ts(p.ExpiredBy))
+	}
+	tag, err := t.q.exec(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "advance epoch")
+	}
+	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (storage.Execution, error) {
+	states := p.States
+	if len(states) == 0 {
+		states = []storage.ExecutionState{storage.ExecutionRunning}
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.Epoch)
+	w.add("owner = ?", p.Owner)
+	w.add("lease_expires_at > ?", ts(p.ValidAt))
+	w.in("state", stateStrings(states))
+	tag, err := t.q.exec(ctx, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "renew lease")
+	}
+	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	set := []string{"revision = revision + 1", "updated_at = ?"}
+	args := []any{ts(p.Now)}
+	if p.State != nil {
+		set, args = append(set, "state = ?"), append(args, string(*p.State))
+	}
+	if p.Result != nil {
+		set, args = append(set, "result = ?"), append(args, string(*p.Result))
+	}
+	if p.Message != nil {
+		set, args = append(set, "message = ?"), append(args, *p.Message)
+	}
+	if p.ExitCode != nil {
+		set, args = append(set, "exit_code = ?"), append(args, *p.ExitCode)
+	}
+	if p.LeaseExpiresAt != nil {
+		set, args = append(set, "lease_expires_at = ?"), append(args, ts(*p.LeaseExpiresAt))
+	}
+	if p.Launched {
+		set = append(set, "launched_epoch = epoch")
+	}
+	if p.Session != nil {
+		set, args = append(set, "session = ?"), append(args, *p.Session)
+	}
+	if u := p.AddUsage; u != nil {
+		set = append(set, "usage_input_tokens = COALESCE(usage_input_tokens, 0) + ?", "usage_output_tokens = COALESCE(usage_output_tokens, 0) + ?",
+			"usage_cache_read_tokens = COALESCE(usage_cache_read_tokens, 0) + ?", "usage_cache_creation_tokens = COALESCE(usage_cache_creation_tokens, 0) + ?",
+			"usage_cost_usd = COALESCE(usage_cost_usd, 0) + ?", "usage_turns = COALESCE(usage_turns, 0) + ?")
+		args = append(args, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.CostUSD, u.Turns)
+	}
+	var w where
+	w.add("id = ?", p.ID)
+	w.add("epoch = ?", p.Epoch)
+	w.eq("owner", p.Owner)
+	w.in("state", stateStrings(p.FromStates))
+	tag, err := t.q.exec(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	if err != nil {
+		return storage.Execution{}, writeErr(err, "update execution")
+	}
+	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
+		return storage.Execution{}, err
+	}
+	return t.GetExecution(ctx, p.ID)
+}
+
+// ---- declarations ----
+
+func (t *tx) InsertDeclaration(ctx context.Context, d *storage.Declaration) error {
+	ok, err := t.insert(ctx, "insert declaration", `INSERT INTO declarations (execution, epoch, kind, payload, declared_at) VALUES (?, ?, ?, ?, ?)`,
+		d.Execution, d.Epoch, string(d.Kind), string(d.Payload), ts(d.DeclaredAt))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: execution %s already declared", storage.ErrDuplicate, d.Execution)
+	}
+	return nil
+}
+
+func (t *tx) MarkDeclarationApplied(ctx context.Context, p *storage.MarkDeclarationAppliedParams) error {
+	tag, err := t.q.exec(ctx, `UPDATE declarations SET applied_at = ?, disposition = ? WHERE execution = ? AND epoch = ? AND applied_at IS NULL`,
+		ts(p.At), p.Disposition, p.Execution, p.Epoch)
+	if err != nil {
+		return writeErr(err, "mark declaration applied")
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: declaration of %s epoch %d is not pending", storage.ErrFenced, p.Execution, p.Epoch)
+	}
+	return nil
+}
+
+// ---- waits and timers ----
+
+func (t *tx) InsertWait(ctx context.Context, p *storage.InsertWaitParams) (storage.Wait, error) {
+	ok, err := t.insert(ctx, "insert wait", `INSERT INTO waits (id, work, scope, execution, epoch, registration, types, keys, on_work_keys, watermark, timer, timeout_at, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
+		p.ID, p.Work, p.Scope, nullStr(p.Execution), p.Epoch, p.Registration, jsonList(p.Types), jsonList(p.Keys), p.OnWorkKeys,
+		p.Watermark, nullStr(p.Timer), ts(p.TimeoutAt), ts(p.CreatedAt), ts(p.CreatedAt))
+	if err != nil {
+		return storage.Wait{}, err
+	}
+	if !ok {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM waits WHERE id = ?`, p.ID); err != nil {
+			return storage.Wait{}, err
+		} else if dup {
+			return storage.Wait{}, fmt.Errorf("%w: wait %s exists", storage.ErrDuplicate, p.ID)
+		}
+		return storage.Wait{}, fmt.Errorf("%w: work %s already has an active wait", storage.ErrDuplicate, p.Work)
+	}
+	for _, k := range dedupe(p.Keys) {
+		if _, err := t.q.exec(ctx, `INSERT INTO wait_keys (wait, key) VALUES (?, ?)`, p.ID, k); err != nil {
+			return storage.Wait{}, writeErr(err, "insert wait key")
+		}
+	}
+	return t.GetWait(ctx, p.ID)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (t *tx) UpdateWait(ctx context.Context, p *storage.UpdateWaitParams) (storage.Wait, error) {
+	tag, err := t.q.exec(ctx, `UPDATE waits SET state = ?, satisfied_by = ?, updated_at = ? WHERE id = ? AND state = 'active'`,
+		string(p.State), nullStr(p.SatisfiedBy), ts(p.Now), p.ID)
+	if err != nil {
+		return storage.Wait{}, writeErr(err, "update wait")
+	}
+	if err := t.fenced(ctx, "waits", p.ID, tag.RowsAffected(), "wait"); err != nil {
+		return storage.Wait{}, err
+	}
+	return t.GetWait(ctx, p.ID)
+}
+
+func (t *tx) InsertTimer(ctx context.Context, tm *storage.Timer) error {
+	ok, err := t.insert(ctx, "insert timer", `INSERT INTO timers (id, kind, target, due_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+		tm.ID, tm.Kind, tm.Target, ts(tm.DueAt), ts(tm.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: timer %s exists", storage.ErrDuplicate, tm.ID)
+	}
+	return nil
+}
+
+func (t *tx) FireTimer(ctx context.Context, id string, at time.Time) error {
+	tag, err := t.q.exec(ctx, `UPDATE timers SET fired_at = ? WHERE id = ? AND fired_at IS NULL`, ts(at), id)
+	if err != nil {
+		return writeErr(err, "fire timer")
+	}
+	return t.fenced(ctx, "timers", id, tag.RowsAffected(), "timer")
+}
+
+// ---- artifacts ----
+
+func (t *tx) InsertArtifact(ctx context.Context, a *storage.Artifact) error {
+	ok, err := t.insert(ctx, "insert artifact", `INSERT INTO artifacts (id, execution, work, name, media_type, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Execution, a.Work, a.Name, a.MediaType, a.Size, a.SHA256, ts(a.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: artifact %s exists", storage.ErrDuplicate, a.ID)
+	}
+	return nil
+}
