@@ -181,8 +181,10 @@ type Daemon struct {
 	// wake Work (scheduler.WakeOnWrites); every part but the scheduler
 	// writes through it.
 	store storage.Store
-	// db is the store itself, for what only SQLite answers (the metrics'
-	// tallies) and for the scheduler.
+	// raw is the store itself, unwrapped, for the scheduler.
+	raw storage.Store
+	// db is raw when it is SQLite, for what only it answers (the
+	// metrics' tallies).
 	db      *sqlite.Store
 	metrics *metrics.Metrics
 	// metricsLn and metricsHTTP serve the optional TCP metrics listener.
@@ -396,7 +398,7 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 	// Every write on behalf of a request goes through d.store, which
 	// wakes the loop when it could start or wake Work; the scheduler
 	// writes to the store itself (see scheduler.WakeOnWrites).
-	d.store, d.db = scheduler.WakeOnWrites(store, d.Wake), store
+	d.store, d.raw, d.db = scheduler.WakeOnWrites(store, d.Wake), store, store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
 	return nil
@@ -420,7 +422,9 @@ func (d *Daemon) openPostgres(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot open coordination storage on PostgreSQL: %w", err)
 	}
-	d.store, d.pg = store, store
+	// As with SQLite, requests write through the waking wrapper and the
+	// scheduler to the store itself.
+	d.store, d.raw, d.pg = scheduler.WakeOnWrites(store, d.Wake), store, store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
 	d.log.Info("coordination storage on PostgreSQL")
@@ -594,7 +598,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.ingress = &ingresses{host: d.host, ctl: d.ctl, cfg: d.cfg, resolver: secrets.resolver, log: d.log.With("component", "ingress"), accepted: d.Wake, delivered: d.metrics.IngressDelivery}
 	d.sched, err = scheduler.New(scheduler.Options{
-		Store: d.db, Runtime: d.rt, Owner: d.owner,
+		Store: d.raw, Runtime: d.rt, Owner: d.owner,
 		Limits:            schedulerLimits(limits),
 		Executors:         execs,
 		MoreExecutors:     d.pkgs.executor,
