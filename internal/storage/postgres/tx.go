@@ -77,7 +77,7 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
 	}
 	if p.DeliveryID != "" {
-		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ?`, p.Source, p.DeliveryID); err != nil {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ? AND delivery_id <> ''`, p.Source, p.DeliveryID); err != nil {
 			return storage.Event{}, err
 		} else if dup {
 			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)

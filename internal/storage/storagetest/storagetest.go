@@ -5,7 +5,7 @@
 // API's credentials, idempotency records, configuration generations, scope
 // records and cursor key; artifacts' metadata; and the human extension's
 // approvals), written once and run
-// against every engine (SQLite today, PostgreSQL next) so that they keep the
+// against every engine (SQLite and PostgreSQL) so that they keep the
 // same rules.
 //
 // Every case is a named Case in a registry (Cases), grouped by area, one
