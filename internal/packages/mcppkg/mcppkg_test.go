@@ -512,21 +512,6 @@ func TestStartFails(t *testing.T) {
 	}
 }
 
-// The environment is the base and the manifest's, never the rest of the
-// daemon's.
-func TestEnviron(t *testing.T) {
-	got := environ([]string{"PATH=/bin", "HOME=/h"}, map[string]string{"HOME": "/pkg", "A": "1"})
-	if want := []string{"PATH=/bin", "HOME=/pkg", "A=1"}; !slices.Equal(got, want) {
-		t.Fatalf("environ %q, want %q", got, want)
-	}
-	t.Setenv("OPEN_CONDUIT_TEST_SECRETISH", "x")
-	for _, kv := range defaultEnviron() {
-		if strings.HasPrefix(kv, "OPEN_CONDUIT_TEST_SECRETISH=") {
-			t.Fatal("the default environment passes on the daemon's other variables")
-		}
-	}
-}
-
 func TestOperationSuffix(t *testing.T) {
 	for in, want := range map[string]string{
 		"read_graph": "read_graph", "ReadGraph": "readgraph", "files.read": "files_read", "get-item": "get-item",

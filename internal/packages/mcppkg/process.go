@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,51 +44,6 @@ func command(dir string, argv []string) (string, []string, error) {
 		return "", nil, errors.New("mcppkg: the manifest's run.command names a program that is not on the daemon's PATH")
 	}
 	return path, argv[1:], nil
-}
-
-// environ is the server's environment: the base (the few variables the
-// runtime passes on), then the manifest's literal variables, which win.
-func environ(base []string, extra map[string]string) []string {
-	env := map[string]string{}
-	var order []string
-	set := func(k, v string) {
-		if _, ok := env[k]; !ok {
-			order = append(order, k)
-		}
-		env[k] = v
-	}
-	for _, kv := range base {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			set(k, v)
-		}
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		set(k, extra[k])
-	}
-	out := make([]string, 0, len(order))
-	for _, k := range order {
-		out = append(out, k+"="+env[k])
-	}
-	return out
-}
-
-// defaultEnviron is what the server inherits of the daemon's environment
-// when Options.Environ is nil: the program search path, the home directory
-// and the locale, nothing else (the daemon's environment may hold
-// credentials).
-func defaultEnviron() []string {
-	var out []string
-	for _, k := range []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
 }
 
 // startProcess starts the server with its stdin and stdout on pipes whose

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -55,9 +56,9 @@ type Options struct {
 	// Logger gets skipped tools, crashes and restarts (never the server's
 	// output). Default: discarded.
 	Logger *slog.Logger
-	// Environ is the base environment of the server ("KEY=value"), under
-	// the manifest's run.env. Default: PATH, HOME, LANG, LC_ALL, TZ and
-	// TMPDIR of the daemon's own environment, nothing else.
+	// Environ is the daemon's environment ("KEY=value"), of which the
+	// server gets only what packages.InheritedEnv names, under the
+	// manifest's run.env (packages.ProcessEnv). Default: os.Environ().
 	Environ []string
 	// Stderr receives the server's stderr. Default: discarded.
 	Stderr io.Writer
@@ -91,7 +92,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.Environ == nil {
-		o.Environ = defaultEnviron()
+		o.Environ = os.Environ()
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
@@ -151,7 +152,7 @@ func (r *Runtime) Start(ctx context.Context, pkg packages.Installed) (packages.I
 		log:   r.opts.Logger.With("package", m.Name),
 		path:  path,
 		args:  args,
-		env:   environ(r.opts.Environ, m.Run.Env),
+		env:   packages.ProcessEnv(r.opts.Environ, m.Run),
 		force: make(chan struct{}),
 		done:  make(chan struct{}),
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extension/pkg"
+	"github.com/open-conduit/open-conduit/internal/packages"
 )
 
 // proc is one run of a package's process and the JSON-RPC client over its
@@ -43,9 +44,6 @@ type proc struct {
 	// done is closed once the process has exited and been reaped.
 	done chan struct{}
 }
-
-// baseEnv are the variables of the daemon's environment a package gets.
-var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
 
 // spawn starts the package's process and shakes hands with it.
 func (i *Instance) spawn(ctx context.Context) (*proc, error) {
@@ -160,21 +158,7 @@ func (i *Instance) startProcess() (*proc, error) {
 }
 
 func (i *Instance) environ() []string {
-	var env []string
-	for _, kv := range i.rt.opts.Environ() {
-		k, _, ok := strings.Cut(kv, "=")
-		if ok && slices.Contains(baseEnv, k) {
-			env = append(env, kv)
-		}
-	}
-	keys := make([]string, 0, len(i.pkg.Manifest.Run.Env))
-	for k := range i.pkg.Manifest.Run.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+i.pkg.Manifest.Run.Env[k])
-	}
+	env := packages.ProcessEnv(i.rt.opts.Environ(), i.pkg.Manifest.Run)
 	return append(env, "OPEN_CONDUIT_PACKAGE="+i.name, "OPEN_CONDUIT_PROTOCOL="+strings.Join(ProtocolVersions, ","))
 }
 

@@ -68,7 +68,8 @@ type Options struct {
 	// (not SIGKILL) as its parent-death signal, so it can reap.
 	Wrap []string
 	// Environ is the daemon's environment, of which a package gets only
-	// PATH, HOME, LANG, LC_ALL, TZ and TMPDIR (os.Environ when nil).
+	// what packages.InheritedEnv names (packages.ProcessEnv; os.Environ
+	// when nil).
 	Environ func() []string
 	// StderrLimit bounds the captured stderr of each package, in memory
 	// and in each file under LogDir.
