@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
@@ -306,21 +305,7 @@ func sandboxInside(s sandbox.Spec) (sandbox.Inside, error) {
 }
 
 // withProxy adds the proxy variables to a sandboxed agent's environment.
-func withProxy(env []string) []string {
-	set := sandbox.ProxyEnv()
-	out := make([]string, 0, len(env)+len(set))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[name]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for name, v := range set {
-		out = append(out, name+"="+v)
-	}
-	slices.Sort(out)
-	return out
-}
+func withProxy(env []string) []string { return sandbox.WithEnv(env, sandbox.ProxyEnv()) }
 
 // segmentRecord is what a later daemon needs of a segment beyond proc's.
 type segmentRecord struct {

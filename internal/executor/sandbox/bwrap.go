@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,6 +250,24 @@ func Wrap(s Spec) ([]string, Inside, error) {
 	}
 	a = append(a, "--")
 	return append(a, s.Argv...), in, nil
+}
+
+// WithEnv returns env ("KEY=value") with set's variables in place of any
+// of the same name, sorted: a sandboxed command's environment with what the
+// sandbox decides (ProxyEnv, HOME) winning over what it was given.
+func WithEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[name]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for name, v := range set {
+		out = append(out, name+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ProxyEnv are the variables that send a sandboxed command's HTTP(S)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
@@ -224,18 +222,7 @@ func (e *Executor) sandboxed(cfg Config, req executor.RunRequest, l proc.Launch)
 func sandboxEnv(env []string) []string {
 	set := sandbox.ProxyEnv()
 	set["HOME"] = "/tmp"
-	out := env[:0:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[name]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for name, v := range set {
-		out = append(out, name+"="+v)
-	}
-	slices.Sort(out)
-	return out
+	return sandbox.WithEnv(env, set)
 }
 
 // Recover re-attaches to the segment of req.Dir: it reports the recorded
