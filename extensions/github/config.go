@@ -2,8 +2,6 @@ package github
 
 import (
 	"encoding/json"
-	"net"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -113,9 +111,9 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	}
 	if in := c.Ingress; in != nil {
 		if in.Listen != "" {
-			if _, err := listenAddr(in.Listen); err != nil {
+			if !extension.ValidListen(in.Listen) {
 				add("/ingress/listen", inproc.CodeInvalidValue, "give host:port, the host an IP address or localhost and the port a number from 0 to 65535, such as "+DefaultListen)
-			} else if !loopback(in.Listen) && !in.AllowNonLoopback {
+			} else if !extension.LoopbackListen(in.Listen) && !in.AllowNonLoopback {
 				add("/ingress/listen", inproc.CodeInvalidValue, "this address is not loopback, so the ingress would be reachable from other machines: listen on 127.0.0.1 behind a reverse proxy or tunnel, or set allow_non_loopback to true")
 			}
 		}
@@ -156,7 +154,7 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 }
 
 func checkAPI(a *APIConfig, add func(ptr, code, remedy string)) {
-	if a.URL != "" && !apiURL(a.URL) {
+	if a.URL != "" && !extension.APIURL(a.URL) {
 		add("/api/url", inproc.CodeInvalidValue, "give GitHub's API base URL: https://HOST/api/v3/ for GitHub Enterprise Server, or leave it out for github.com (http only for a loopback host); no credentials, query or fragment")
 	}
 	switch {
@@ -182,24 +180,6 @@ func checkAPI(a *APIConfig, add func(ptr, code, remedy string)) {
 	}
 }
 
-// apiURL reports whether s is an acceptable API base URL: absolute https
-// (or http to a loopback host), without credentials, query or fragment.
-func apiURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return false
-	}
-	switch u.Scheme {
-	case "https":
-		return true
-	case "http":
-		h := u.Hostname()
-		ip := net.ParseIP(h)
-		return h == "localhost" || ip != nil && ip.IsLoopback()
-	}
-	return false
-}
-
 func checkClaim(cl Claim, ptr string, add func(ptr, code, remedy string)) {
 	if cl.Scope == "" {
 		add(ptr, inproc.CodeMissingField, "give scope: the id of the scope its deliveries go to")
@@ -215,32 +195,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// listenAddr checks host:port and returns it.
-func listenAddr(s string) (string, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", err
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
-		return "", strconv.ErrRange
-	}
-	if host != "localhost" && host != "" && net.ParseIP(host) == nil {
-		return "", strconv.ErrSyntax
-	}
-	return s, nil
-}
-
-// loopback reports whether a valid listen address is loopback only.
-func loopback(s string) bool {
-	host, _, _ := net.SplitHostPort(s)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // inspect reports what an accepted config refers to and its warnings.
 func inspect(c Config) extension.ConfigReport {
 	var rep extension.ConfigReport
@@ -248,7 +202,7 @@ func inspect(c Config) extension.ConfigReport {
 		if in.Secret != "" {
 			rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: "/ingress/secret", Name: in.Secret})
 		}
-		if in.Listen != "" && !loopback(in.Listen) {
+		if in.Listen != "" && !extension.LoopbackListen(in.Listen) {
 			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
 				Remedy: "the GitHub ingress listens beyond loopback, so any machine that reaches this address can send it deliveries (each still needs the webhook signature); prefer 127.0.0.1 behind a reverse proxy or tunnel. " + listenMoved})
 		} else if in.Listen != "" {

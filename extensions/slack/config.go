@@ -2,11 +2,9 @@ package slack
 
 import (
 	"encoding/json"
-	"net"
-	"net/url"
 	"regexp"
 	"sort"
-	"strconv"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/extension"
 	"github.com/open-conduit/open-conduit/extension/inproc"
@@ -96,9 +94,9 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	}
 	if in := c.Ingress; in != nil {
 		if in.Listen != "" {
-			if !validListen(in.Listen) {
+			if !extension.ValidListen(in.Listen) {
 				add("/ingress/listen", inproc.CodeInvalidValue, "give host:port, the host an IP address or localhost and the port a number from 0 to 65535, such as "+DefaultListen)
-			} else if !loopback(in.Listen) && !in.AllowNonLoopback {
+			} else if !extension.LoopbackListen(in.Listen) && !in.AllowNonLoopback {
 				add("/ingress/listen", inproc.CodeInvalidValue, "this address is not loopback, so the ingress would be reachable from other machines: listen on 127.0.0.1 behind a reverse proxy or tunnel, or set allow_non_loopback to true")
 			}
 		}
@@ -137,46 +135,10 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	return c, nil
 }
 
-// apiURL reports whether s is an acceptable Web API base URL: absolute
-// https (or http to a loopback host) ending in /, without credentials,
-// query or fragment.
-func apiURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || s[len(s)-1] != '/' {
-		return false
-	}
-	switch u.Scheme {
-	case "https":
-		return true
-	case "http":
-		h := u.Hostname()
-		ip := net.ParseIP(h)
-		return h == "localhost" || ip != nil && ip.IsLoopback()
-	}
-	return false
-}
-
-func validListen(s string) bool {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return false
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
-		return false
-	}
-	return host == "localhost" || host == "" || net.ParseIP(host) != nil
-}
-
-// loopback reports whether a valid listen address is loopback only.
-func loopback(s string) bool {
-	host, _, _ := net.SplitHostPort(s)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// apiURL reports whether s is an acceptable Web API base URL: one
+// extension.APIURL accepts, ending in / (the client library joins method
+// names to it).
+func apiURL(s string) bool { return extension.APIURL(s) && strings.HasSuffix(s, "/") }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -194,7 +156,7 @@ func inspect(c Config) extension.ConfigReport {
 		if in.SigningSecret != "" {
 			rep.Secrets = append(rep.Secrets, extension.ConfigReference{Pointer: "/ingress/signing_secret", Name: in.SigningSecret})
 		}
-		if in.Listen != "" && !loopback(in.Listen) {
+		if in.Listen != "" && !extension.LoopbackListen(in.Listen) {
 			rep.Warnings = append(rep.Warnings, extension.ConfigProblem{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
 				Remedy: "the Slack ingress listens beyond loopback, so any machine that reaches this address can send it requests (each still needs Slack's signature); prefer 127.0.0.1 behind a reverse proxy or tunnel. " + listenMoved})
 		} else if in.Listen != "" {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -326,7 +325,7 @@ func (s *schema) readIngress(n *node, in *Ingress) {
 		switch m.name {
 		case "listen":
 			if x, ok := s.str(v); ok {
-				if !ValidListen(x) {
+				if !extension.ValidListen(x) {
 					s.add(v.path(), CodeInvalidValue, "give host:port, the host an IP address or localhost and the port a number from 0 to 65535, such as 127.0.0.1:8787")
 				} else {
 					in.Listen, listen = x, v
@@ -340,33 +339,9 @@ func (s *schema) readIngress(n *node, in *Ingress) {
 			s.unknown(n, m.name, "listen and allow_non_loopback")
 		}
 	}
-	if listen != nil && !LoopbackListen(in.Listen) && !in.AllowNonLoopback {
+	if listen != nil && !extension.LoopbackListen(in.Listen) && !in.AllowNonLoopback {
 		s.add(listen.path(), CodeInvalidValue, "this address is not loopback, so the webhook listener would be reachable from other machines: listen on 127.0.0.1 behind a reverse proxy or tunnel, or set allow_non_loopback to true")
 	}
-}
-
-// ValidListen reports whether s is host:port, the host an IP address,
-// localhost or empty (every interface) and the port 0 to 65535.
-func ValidListen(s string) bool {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return false
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
-		return false
-	}
-	return host == "localhost" || host == "" || net.ParseIP(host) != nil
-}
-
-// LoopbackListen reports whether a valid listen address is loopback only.
-func LoopbackListen(s string) bool {
-	host, _, _ := net.SplitHostPort(s)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Bounds of the limits.

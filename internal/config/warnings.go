@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/open-conduit/open-conduit/extension"
 )
 
 // Warning codes. A warning never fails a configuration.
@@ -25,7 +27,7 @@ const (
 // IngressWarnings reports a webhook listener beyond loopback.
 func IngressWarnings(s *Snapshot) []Warning {
 	in := s.Ingress()
-	if in.Listen == "" || LoopbackListen(in.Listen) {
+	if in.Listen == "" || extension.LoopbackListen(in.Listen) {
 		return nil
 	}
 	return []Warning{{Pointer: "/ingress/listen", Code: WarnIngressNotLoopback,
