@@ -80,6 +80,26 @@ func withMarker(body, marker string) string {
 	return strings.TrimRight(body, "\r\n") + "\n\n" + marker
 }
 
+// withMarkerPtr is withMarker of an optional body: body as given when
+// marker is "", else the marked body (the marker alone for none).
+func withMarkerPtr(body *string, marker string) *string {
+	if marker == "" {
+		return body
+	}
+	b := ""
+	if body != nil {
+		b = *body
+	}
+	return github.Ptr(withMarker(b, marker))
+}
+
+// replayed marks a result as the answer of what an earlier run of the
+// same request created.
+func replayed(res map[string]any) map[string]any {
+	res["replayed"] = true
+	return res
+}
+
 func carries(body, marker string) bool { return marker != "" && strings.Contains(body, marker) }
 
 // scanRecent reads page 1 of a list GitHub answers oldest first, in pages

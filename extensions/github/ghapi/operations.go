@@ -484,15 +484,19 @@ func (s *service) issueComment(ctx context.Context, auth extension.Authority, in
 				return nil, err
 			}
 			if cm != nil {
-				return map[string]any{"id": cm.GetID(), "url": cm.GetHTMLURL(), "replayed": true}, nil
+				return replayed(commentResult(cm)), nil
 			}
 		}
 		cm, _, err := c.Issues.CreateComment(ctx, owner, name, in.Number, github.IssueCommentRequest{Body: withMarker(in.Body, marker)})
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"id": cm.GetID(), "url": cm.GetHTMLURL()}, nil
+		return commentResult(cm), nil
 	})
+}
+
+func commentResult(cm *github.IssueComment) map[string]any {
+	return map[string]any{"id": cm.GetID(), "url": cm.GetHTMLURL()}
 }
 
 func (s *service) issueEdit(ctx context.Context, auth extension.Authority, input json.RawMessage) (json.RawMessage, error) {
@@ -554,14 +558,7 @@ func (s *service) prCreate(ctx context.Context, auth extension.Authority, input 
 	if err != nil {
 		return nil, err
 	}
-	body := in.Body
-	if marker != "" {
-		b := ""
-		if in.Body != nil {
-			b = *in.Body
-		}
-		body = github.Ptr(withMarker(b, marker))
-	}
+	body := withMarkerPtr(in.Body, marker)
 	return s.call(ctx, auth, OpPRCreate, in.Repo, func(c *github.Client, owner, name string) (any, error) {
 		if marker != "" {
 			pr, err := findPull(ctx, c, owner, name, in.Head, in.Base, marker)
@@ -569,15 +566,19 @@ func (s *service) prCreate(ctx context.Context, auth extension.Authority, input 
 				return nil, err
 			}
 			if pr != nil {
-				return map[string]any{"number": pr.GetNumber(), "url": pr.GetHTMLURL(), "head": pr.GetHead().GetRef(), "base": pr.GetBase().GetRef(), "draft": pr.GetDraft(), "replayed": true}, nil
+				return replayed(pullResult(pr)), nil
 			}
 		}
 		pr, _, err := c.PullRequests.Create(ctx, owner, name, github.CreatePullRequest{Title: &in.Title, Body: body, Head: in.Head, Base: in.Base, Draft: in.Draft})
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"number": pr.GetNumber(), "url": pr.GetHTMLURL(), "head": pr.GetHead().GetRef(), "base": pr.GetBase().GetRef(), "draft": pr.GetDraft()}, nil
+		return pullResult(pr), nil
 	})
+}
+
+func pullResult(pr *github.PullRequest) map[string]any {
+	return map[string]any{"number": pr.GetNumber(), "url": pr.GetHTMLURL(), "head": pr.GetHead().GetRef(), "base": pr.GetBase().GetRef(), "draft": pr.GetDraft()}
 }
 
 func (s *service) reviewRequest(ctx context.Context, auth extension.Authority, input json.RawMessage) (json.RawMessage, error) {
@@ -632,14 +633,7 @@ func (s *service) review(ctx context.Context, auth extension.Authority, input js
 	if err != nil {
 		return nil, err
 	}
-	body := in.Body
-	if marker != "" {
-		b := ""
-		if in.Body != nil {
-			b = *in.Body
-		}
-		body = github.Ptr(withMarker(b, marker))
-	}
+	body := withMarkerPtr(in.Body, marker)
 	return s.call(ctx, auth, OpReview, in.Repo, func(c *github.Client, owner, name string) (any, error) {
 		if marker != "" {
 			r, err := findReview(ctx, c, owner, name, in.Number, marker)
@@ -647,15 +641,19 @@ func (s *service) review(ctx context.Context, auth extension.Authority, input js
 				return nil, err
 			}
 			if r != nil {
-				return map[string]any{"id": r.GetID(), "state": r.GetState(), "url": r.GetHTMLURL(), "replayed": true}, nil
+				return replayed(reviewResult(r)), nil
 			}
 		}
 		r, _, err := c.PullRequests.CreateReview(ctx, owner, name, in.Number, &github.PullRequestReviewRequest{Event: &event, Body: body, CommitID: in.CommitID})
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"id": r.GetID(), "state": r.GetState(), "url": r.GetHTMLURL()}, nil
+		return reviewResult(r), nil
 	})
+}
+
+func reviewResult(r *github.PullRequestReview) map[string]any {
+	return map[string]any{"id": r.GetID(), "state": r.GetState(), "url": r.GetHTMLURL()}
 }
 
 func (s *service) repoFile(ctx context.Context, auth extension.Authority, input json.RawMessage) (json.RawMessage, error) {
