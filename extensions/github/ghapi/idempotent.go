@@ -21,6 +21,14 @@ import (
 // execution (a later attempt) using the same request ID creates anew, as
 // the host treats it as a new request.
 //
+// Only what the credential's own account created counts: a comment, review
+// or pull request carrying the mark but written by anyone else is passed
+// over, so nobody who can comment on a repository can make an operation
+// believe its comment exists and skip it. The account is learned once per
+// credential (see identity); while it is not known, no mark is trusted and
+// the operation creates anew, since a duplicate after a crash is the
+// lesser harm.
+//
 // Edits (github.issue.edit), review requests (github.pr.review_request)
 // set a state and come out the same when run again; github.pr.merge run
 // again on a pull request already merged answers it merged.
@@ -100,7 +108,12 @@ func replayed(res map[string]any) map[string]any {
 	return res
 }
 
-func carries(body, marker string) bool { return marker != "" && strings.Contains(body, marker) }
+// carries reports whether what author wrote, with body, is what the
+// request marked by marker created: the mark is in it and author is the
+// credential's own account, login (never when login is not known).
+func carries(author, login, body, marker string) bool {
+	return marker != "" && login != "" && strings.EqualFold(author, login) && strings.Contains(body, marker)
+}
 
 // scanRecent reads page 1 of a list GitHub answers oldest first, in pages
 // of 100, then its pages from the last back until DedupeRecent items were
@@ -121,9 +134,13 @@ func scanRecent(fetch func(page int) (found bool, n int, resp *github.Response, 
 	return nil
 }
 
-// findComment answers the comment of the issue that carries marker (nil
-// when none of the recent ones does).
-func findComment(ctx context.Context, c *github.Client, owner, name string, number int, marker string) (*github.IssueComment, error) {
+// findComment answers the comment of the issue that carries marker and
+// that the credential's account wrote (nil when none of the recent ones
+// does, or login is not known).
+func findComment(ctx context.Context, c *github.Client, owner, name string, number int, marker, login string) (*github.IssueComment, error) {
+	if login == "" {
+		return nil, nil
+	}
 	var hit *github.IssueComment
 	err := scanRecent(func(page int) (bool, int, *github.Response, error) {
 		cs, resp, err := c.Issues.ListComments(ctx, owner, name, number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100, Page: page}})
@@ -131,7 +148,7 @@ func findComment(ctx context.Context, c *github.Client, owner, name string, numb
 			return false, 0, nil, err
 		}
 		for _, cm := range cs {
-			if carries(cm.GetBody(), marker) {
+			if carries(cm.GetUser().GetLogin(), login, cm.GetBody(), marker) {
 				hit = cm
 				return true, len(cs), resp, nil
 			}
@@ -142,8 +159,12 @@ func findComment(ctx context.Context, c *github.Client, owner, name string, numb
 }
 
 // findReview answers the review of the pull request that carries marker
-// (nil when none of the recent ones does).
-func findReview(ctx context.Context, c *github.Client, owner, name string, number int, marker string) (*github.PullRequestReview, error) {
+// and that the credential's account wrote (nil when none of the recent ones
+// does, or login is not known).
+func findReview(ctx context.Context, c *github.Client, owner, name string, number int, marker, login string) (*github.PullRequestReview, error) {
+	if login == "" {
+		return nil, nil
+	}
 	var hit *github.PullRequestReview
 	err := scanRecent(func(page int) (bool, int, *github.Response, error) {
 		rs, resp, err := c.PullRequests.ListReviews(ctx, owner, name, number, &github.ListOptions{PerPage: 100, Page: page})
@@ -151,7 +172,7 @@ func findReview(ctx context.Context, c *github.Client, owner, name string, numbe
 			return false, 0, nil, err
 		}
 		for _, r := range rs {
-			if carries(r.GetBody(), marker) {
+			if carries(r.GetUser().GetLogin(), login, r.GetBody(), marker) {
 				hit = r
 				return true, len(rs), resp, nil
 			}
@@ -162,10 +183,14 @@ func findReview(ctx context.Context, c *github.Client, owner, name string, numbe
 }
 
 // findPull answers the pull request from head into base that carries
-// marker, among the 100 newest, open or closed (nil when none does). A
+// marker and that the credential's account opened, among the 100 newest,
+// open or closed (nil when none does, or login is not known). A
 // head without an owner is the repository owner's branch, which is how
 // GitHub's filter wants it named (owner:branch).
-func findPull(ctx context.Context, c *github.Client, owner, name, head, base, marker string) (*github.PullRequest, error) {
+func findPull(ctx context.Context, c *github.Client, owner, name, head, base, marker, login string) (*github.PullRequest, error) {
+	if login == "" {
+		return nil, nil
+	}
 	if !strings.Contains(head, ":") {
 		head = owner + ":" + head
 	}
@@ -174,7 +199,7 @@ func findPull(ctx context.Context, c *github.Client, owner, name, head, base, ma
 		return nil, err
 	}
 	for _, pr := range prs {
-		if carries(pr.GetBody(), marker) {
+		if carries(pr.GetUser().GetLogin(), login, pr.GetBody(), marker) {
 			return pr, nil
 		}
 	}

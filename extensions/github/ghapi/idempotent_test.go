@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,5 +253,101 @@ func TestRequestMarkerCannotBreakOut(t *testing.T) {
 	_, err := s.run(OpIssueComment, "exe_1", strings.Repeat("r", MaxMarkedRequestID+1), `{"repo":"octo/hello","number":1,"body":"x"}`)
 	if codeOf(err) != CodeInvalidInput || len(s.fake.Requests()) != 0 {
 		t.Fatalf("a long request ID: %v, %d requests", err, len(s.fake.Requests()))
+	}
+}
+
+// A mark is trusted only on what the credential's own account wrote:
+// someone else's comment or pull request carrying the very mark an
+// operation would look for is passed over, and the operation creates its
+// own. The App's account is learned once, from GET /app with its JWT.
+func TestMarkOfAnotherAuthorIsNotTrusted(t *testing.T) {
+	s := newStateful(t)
+	mark := "<!-- open-conduit:request=exe_1/req-1 -->"
+	s.fake.AddComment(fakeRepo, 7, "mallory", "Looks done to me.\n\n"+mark)
+	in := `{"repo":"octo/hello","number":7,"body":"On it."}`
+	first := s.ok(OpIssueComment, "exe_1", "req-1", in)
+	if first["replayed"] != nil || s.fake.Created() != 1 {
+		t.Fatalf("someone else's marked comment was taken for ours: %v, created %d", first, s.fake.Created())
+	}
+	// Ours is found again on a replay, among both marked comments.
+	if again := s.ok(OpIssueComment, "exe_1", "req-1", in); again["replayed"] != true || again["id"] != first["id"] {
+		t.Fatalf("replay: %v, first %v", again, first)
+	}
+	cs := s.fake.Comments(fakeRepo, 7)
+	if len(cs) != 2 || cs[1].Author != ghtest.BotLogin {
+		t.Fatalf("comments %+v", cs)
+	}
+
+	s.fake.AddPull(fakeRepo, "mallory", "octo:fix-9", "main", "closed", "Fix", "<!-- open-conduit:request=exe_1/pr-9 -->")
+	pr := s.ok(OpPRCreate, "exe_1", "pr-9", `{"repo":"octo/hello","title":"Fix","head":"fix-9","base":"main"}`)
+	if pr["replayed"] != nil || len(s.fake.Pulls(fakeRepo)) != 2 {
+		t.Fatalf("someone else's marked pull request was taken for ours: %v", pr)
+	}
+
+	apps := 0
+	for _, r := range s.fake.Requests() {
+		if r.Method == "GET" && r.Path == "/api/v3/app" {
+			apps++
+			if r.Auth != "jwt" || r.Status != 200 {
+				t.Fatalf("GET /app: %+v", r)
+			}
+		}
+	}
+	if apps != 1 {
+		t.Fatalf("GET /app asked %d times, want once for the service's life", apps)
+	}
+}
+
+// A plain token's account is learned from GET /user; while it cannot be
+// learned (GET /user refused, as GitHub refuses an installation token), no
+// mark is trusted and the operation creates anew.
+func TestMarkWithAPlainToken(t *testing.T) {
+	e := newEnv(t)
+	e.fake.static = "ghp_CANARYstatic"
+	ops := e.build(StaticToken("ghp_CANARYstatic"))
+	mark := "<!-- open-conduit:request=exe_1/req-1 -->"
+	e.fake.route("GET /repos/octo/hello/issues/3/comments", func(seen) reply {
+		return reply{status: 200, body: []map[string]any{
+			{"id": 1, "body": "x\n\n" + mark, "user": map[string]any{"login": "mallory"}},
+			{"id": 2, "body": "y\n\n" + mark, "user": map[string]any{"login": "Octocat"}},
+		}}
+	})
+	var posts atomic.Int32
+	e.fake.route("POST /repos/octo/hello/issues/3/comments", func(seen) reply { posts.Add(1); return reply{status: 201, body: map[string]any{"id": 3}} })
+	var user atomic.Value
+	user.Store(reply{status: 403, body: map[string]string{"message": "Resource not accessible by integration"}})
+	e.fake.route("GET /user", func(seen) reply { return user.Load().(reply) })
+	a := auth
+	a.Execution, a.RequestID = "exe_1", "req-1"
+	call := func() map[string]any {
+		t.Helper()
+		out, err := ops[OpIssueComment].Handler(context.Background(), a, json.RawMessage(`{"repo":"octo/hello","number":3,"body":"hi"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := call(); m["replayed"] != nil || m["id"] != float64(3) || posts.Load() != 1 {
+		t.Fatalf("account unknown: %v, posts %d", m, posts.Load())
+	}
+	user.Store(reply{status: 200, body: map[string]any{"login": "octocat"}})
+	if m := call(); m["replayed"] != true || m["id"] != float64(2) || posts.Load() != 1 {
+		t.Fatalf("account octocat: %v, posts %d", m, posts.Load())
+	}
+	if m := call(); m["id"] != float64(2) {
+		t.Fatalf("again: %v", m)
+	}
+	users := 0
+	for _, r := range e.fake.seen() {
+		if r.Path == "/user" {
+			users++
+		}
+	}
+	if users != 2 {
+		t.Fatalf("GET /user asked %d times: once refused, then once learned and kept", users)
 	}
 }

@@ -83,6 +83,8 @@ type service struct {
 	base    string
 	gitHost string
 	scheme  string
+
+	ident identity
 }
 
 // Operations answers the github.* operations (see the package doc for how
@@ -479,7 +481,7 @@ func (s *service) issueComment(ctx context.Context, auth extension.Authority, in
 	}
 	return s.call(ctx, auth, OpIssueComment, in.Repo, func(c *github.Client, owner, name string) (any, error) {
 		if marker != "" {
-			cm, err := findComment(ctx, c, owner, name, in.Number, marker)
+			cm, err := findComment(ctx, c, owner, name, in.Number, marker, s.login(ctx, c))
 			if err != nil {
 				return nil, err
 			}
@@ -561,7 +563,7 @@ func (s *service) prCreate(ctx context.Context, auth extension.Authority, input 
 	body := withMarkerPtr(in.Body, marker)
 	return s.call(ctx, auth, OpPRCreate, in.Repo, func(c *github.Client, owner, name string) (any, error) {
 		if marker != "" {
-			pr, err := findPull(ctx, c, owner, name, in.Head, in.Base, marker)
+			pr, err := findPull(ctx, c, owner, name, in.Head, in.Base, marker, s.login(ctx, c))
 			if err != nil {
 				return nil, err
 			}
@@ -636,7 +638,7 @@ func (s *service) review(ctx context.Context, auth extension.Authority, input js
 	body := withMarkerPtr(in.Body, marker)
 	return s.call(ctx, auth, OpReview, in.Repo, func(c *github.Client, owner, name string) (any, error) {
 		if marker != "" {
-			r, err := findReview(ctx, c, owner, name, in.Number, marker)
+			r, err := findReview(ctx, c, owner, name, in.Number, marker, s.login(ctx, c))
 			if err != nil {
 				return nil, err
 			}

@@ -194,6 +194,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v3/app":
+		if !s.jwt(r) {
+			answer(http.StatusUnauthorized, map[string]string{"message": "A JSON web token could not be decoded"})
+			return
+		}
+		rec.Auth = "jwt"
+		answer(http.StatusOK, map[string]any{"id": s.o.AppID, "slug": AppSlug, "name": "ghtest app"})
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v3/user":
+		// As GitHub answers an installation token: it acts as the App's
+		// bot, not as a user.
+		answer(http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration"})
 	case r.Method == http.MethodGet && installationPath.MatchString(r.URL.Path):
 		m := installationPath.FindStringSubmatch(r.URL.Path)
 		if !s.jwt(r) {

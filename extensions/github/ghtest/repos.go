@@ -13,8 +13,13 @@ import (
 	"strings"
 )
 
-// BotLogin is the author of everything the fake's API creates.
-const BotLogin = "ghtest-app[bot]"
+// AppSlug is the fake App's slug (GET /app), and BotLogin the account its
+// installation tokens act as: the author of everything the fake's API
+// creates.
+const (
+	AppSlug  = "ghtest-app"
+	BotLogin = AppSlug + "[bot]"
+)
 
 // Comment is an issue comment the fake holds.
 type Comment struct {
@@ -30,6 +35,7 @@ type Comment struct {
 // Pull is a pull request the fake holds.
 type Pull struct {
 	Number int
+	Author string
 	Title  string
 	Body   string
 	// Head is its head as GitHub labels it, owner:branch; HeadRef the
@@ -85,6 +91,20 @@ func (s *Server) addComment(repo string, number int, author, body string) Commen
 	r := s.repo(repo)
 	r.comments = append(r.comments, c)
 	return c
+}
+
+// AddPull adds a pull request by author from head (owner:branch) into
+// base, in state (open or closed), as a person opening one on GitHub
+// would; it is not counted as a creation.
+func (s *Server) AddPull(repo, author, head, base, state, title, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.repo(repo)
+	st.number++
+	sum := sha1.Sum([]byte(repo + " " + head + " " + strconv.Itoa(st.number)))
+	_, ref, _ := strings.Cut(head, ":")
+	st.pulls = append(st.pulls, &Pull{Number: st.number, Author: author, Title: title, Body: body, Head: head, HeadRef: ref,
+		HeadSHA: hex.EncodeToString(sum[:]), Base: base, State: state})
 }
 
 // Comments are issue number's comments, oldest first.
@@ -245,7 +265,7 @@ func (s *Server) repoRequest(r *http.Request, full, rest string, body []byte) (i
 			st.number++
 			sum := sha1.Sum([]byte(full + " " + label + " " + strconv.Itoa(st.number)))
 			_, ref, _ := strings.Cut(label, ":")
-			p := &Pull{Number: st.number, Title: title, Body: b, Head: label, HeadRef: ref, HeadSHA: hex.EncodeToString(sum[:]), Base: base, Draft: draft, State: "open"}
+			p := &Pull{Number: st.number, Author: BotLogin, Title: title, Body: b, Head: label, HeadRef: ref, HeadSHA: hex.EncodeToString(sum[:]), Base: base, Draft: draft, State: "open"}
 			st.pulls = append(st.pulls, p)
 			s.created++
 			return http.StatusCreated, s.pullJSON(full, p), ""
@@ -330,20 +350,30 @@ func (s *Server) repoRequest(r *http.Request, full, rest string, body []byte) (i
 	return http.StatusNotFound, notFound, ""
 }
 
+// userJSON is an author as GitHub answers one: a bot's login ends in
+// "[bot]".
+func userJSON(login string) map[string]any {
+	kind := "User"
+	if strings.HasSuffix(login, "[bot]") {
+		kind = "Bot"
+	}
+	return map[string]any{"login": login, "type": kind}
+}
+
 func commentJSON(c Comment) map[string]any {
-	return map[string]any{"id": c.ID, "body": c.Body, "user": map[string]any{"login": c.Author, "type": "Bot"}, "html_url": c.URL}
+	return map[string]any{"id": c.ID, "body": c.Body, "user": userJSON(c.Author), "html_url": c.URL}
 }
 
 func (s *Server) pullJSON(full string, p *Pull) map[string]any {
 	owner, _, _ := strings.Cut(p.Head, ":")
-	return map[string]any{"number": p.Number, "title": p.Title, "body": p.Body, "state": p.State, "draft": p.Draft, "merged": p.Merged,
+	return map[string]any{"number": p.Number, "user": userJSON(p.Author), "title": p.Title, "body": p.Body, "state": p.State, "draft": p.Draft, "merged": p.Merged,
 		"merge_commit_sha": p.MergeSHA, "html_url": fmt.Sprintf("%s/%s/pull/%d", s.URL, full, p.Number),
 		"head": map[string]any{"label": p.Head, "ref": p.HeadRef, "sha": p.HeadSHA, "user": map[string]any{"login": owner}},
 		"base": map[string]any{"ref": p.Base}}
 }
 
 func (s *Server) reviewJSON(full string, r Review) map[string]any {
-	return map[string]any{"id": r.ID, "body": r.Body, "state": r.State, "commit_id": r.CommitID, "user": map[string]any{"login": r.Author, "type": "Bot"},
+	return map[string]any{"id": r.ID, "body": r.Body, "state": r.State, "commit_id": r.CommitID, "user": userJSON(r.Author),
 		"html_url": fmt.Sprintf("%s/%s/pull/%d#pullrequestreview-%d", s.URL, full, r.Number, r.ID)}
 }
 
