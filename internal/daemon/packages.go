@@ -55,7 +55,7 @@ func (d *Daemon) releaseRuntimes() (map[string]packages.Runtime, error) {
 			Clock: d.clock, Logger: log, HostVersion: d.opts.Version, LogDir: logs,
 			Wrap: []string{d.opts.Executable, "reap", "--"},
 		}),
-		packages.KindMCP: mcppkg.NewRuntime(mcppkg.Options{Clock: d.clock, Logger: log}),
+		packages.KindMCP: mcppkg.NewRuntime(mcppkg.Options{Clock: d.clock, Logger: log, LogDir: logs}),
 	}, nil
 }
 

@@ -102,8 +102,15 @@ type rig struct {
 
 func start(t *testing.T, pkg packages.Installed) *rig {
 	t.Helper()
+	return startWith(t, pkg, Options{})
+}
+
+// startWith starts pkg on a runtime of o with the rig's clock and timers.
+func startWith(t *testing.T, pkg packages.Installed, o Options) *rig {
+	t.Helper()
 	r := &rig{t: t, timers: &timers{}, clock: clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
-	inst, err := NewRuntime(Options{Clock: r.clock, After: r.timers.After}).Start(context.Background(), pkg)
+	o.Clock, o.After = r.clock, r.timers.After
+	inst, err := NewRuntime(o).Start(context.Background(), pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,5 +538,34 @@ func TestOperationSuffix(t *testing.T) {
 	}
 	if got := bounded("a\x00b", 10); got != "a\uFFFDb" {
 		t.Errorf("bounded kept a control character: %q", got)
+	}
+}
+
+// With a LogDir, what the server writes on stderr goes to <name>.log
+// there, owner-only, across its restarts, and to nowhere else: not into
+// an error or health.
+func TestStderrIsLogged(t *testing.T) {
+	logs := t.TempDir()
+	r := startWith(t, kit(t, "kit", map[string]string{testStderrEnv: "1"}), Options{LogDir: logs})
+	_, _ = r.call("kit.crash", "", `{}`)
+	r.waitState("restarting")
+	r.timers.fire(t, time.Second)
+	r.waitState("running")
+	if err := r.in.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(logs, "kit.log")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "mcppkg-test start 1\nmcppkg-test start 2\n" {
+		t.Fatalf("kit.log holds %q, want both starts", got)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("kit.log: %v, mode %v, want 0600", err, st.Mode().Perm())
+	}
+	if h := r.in.Health(); strings.Contains(h.LastError, "mcppkg-test") {
+		t.Fatalf("the server's stderr reached its health: %+v", h)
 	}
 }

@@ -60,8 +60,15 @@ type Options struct {
 	// server gets only what packages.InheritedEnv names, under the
 	// manifest's run.env (packages.ProcessEnv). Default: os.Environ().
 	Environ []string
-	// Stderr receives the server's stderr. Default: discarded.
+	// Stderr receives the server's stderr when LogDir is not set.
+	// Default: discarded.
 	Stderr io.Writer
+	// LogDir, when set, is where each server's stderr is written, as
+	// <name>.log, renamed to <name>.log.1 when it reaches StderrLimit (as
+	// protocol packages' are).
+	LogDir string
+	// StderrLimit bounds each server's log file. Default: 256 KiB.
+	StderrLimit int
 	// StartTimeout bounds starting, initializing and listing the tools.
 	// Default: 30s.
 	StartTimeout time.Duration
@@ -96,6 +103,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	if o.StderrLimit <= 0 {
+		o.StderrLimit = 256 << 10
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
@@ -156,10 +166,20 @@ func (r *Runtime) Start(ctx context.Context, pkg packages.Installed) (packages.I
 		force: make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	in.stderr = r.opts.Stderr
+	if r.opts.LogDir != "" {
+		sl, err := packages.NewStderrLog(r.opts.LogDir, m.Name, r.opts.StderrLimit)
+		if err != nil {
+			return nil, fmt.Errorf("mcppkg: package %s: its log cannot be opened: %w", m.Name, err)
+		}
+		in.logFile = sl
+		in.stderr = sl
+	}
 	in.ctx, in.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s, listed, err := in.launch(ctx)
 	if err != nil {
 		in.cancel()
+		in.closeLog()
 		return nil, err
 	}
 	in.tools, in.skipped = mapTools(m.Name, listed)
@@ -190,6 +210,10 @@ type Instance struct {
 	path string
 	args []string
 	env  []string
+	// stderr gets the server's stderr: logFile when the runtime has a
+	// LogDir, else Options.Stderr.
+	stderr  io.Writer
+	logFile *packages.StderrLog
 
 	// Fixed at Start.
 	tools      []tool
@@ -257,7 +281,7 @@ func (in *Instance) Stop(ctx context.Context) error {
 // page of its tools, within StartTimeout. It leaves no process behind when
 // it fails.
 func (in *Instance) launch(ctx context.Context) (*session, []*mcp.Tool, error) {
-	p, err := startProcess(in.pkg.Dir, in.path, in.args, in.env, in.opts.Stderr)
+	p, err := startProcess(in.pkg.Dir, in.path, in.args, in.env, in.stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -383,6 +407,7 @@ func (in *Instance) toolsChanged(_ context.Context, req *mcp.ToolListChangedRequ
 // until one starts.
 func (in *Instance) supervise(s *session) {
 	defer close(in.done)
+	defer in.closeLog()
 	for {
 		select {
 		case <-in.ctx.Done():
@@ -440,6 +465,13 @@ func (in *Instance) shutdown(s *session) {
 	s.p.stop(in.opts.StopGrace, in.opts.After, in.force)
 	<-closed
 	in.setState("stopped")
+}
+
+// closeLog closes the server's log file, once no run of it is left.
+func (in *Instance) closeLog() {
+	if in.logFile != nil {
+		in.logFile.Close()
+	}
 }
 
 func (in *Instance) setState(state string) {

@@ -24,6 +24,7 @@ const (
 	testServerEnv = "MCPPKG_TEST_SERVER" // the mode: kit, stubborn, exit
 	testDirEnv    = "MCPPKG_TEST_DIR"    // where it counts its starts
 	testShrinkEnv = "MCPPKG_TEST_SHRINK" // "1": from its second start on, it drops write_note
+	testStderrEnv = "MCPPKG_TEST_STDERR" // "1": it says on stderr that it started
 	testHostEnv   = "MCPPKG_TEST_HOST"   // a package directory: be the daemon that runs it
 )
 
@@ -70,6 +71,9 @@ func serve(mode string) int {
 		starts, _ = strconv.Atoi(string(b))
 		starts++
 		_ = os.WriteFile(filepath.Join(dir, "starts"), []byte(strconv.Itoa(starts)), 0o600)
+	}
+	if os.Getenv(testStderrEnv) == "1" {
+		fmt.Fprintf(os.Stderr, "mcppkg-test start %d\n", starts)
 	}
 	var child *exec.Cmd
 	if mode == "stubborn" {

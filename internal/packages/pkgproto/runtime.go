@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -137,7 +136,7 @@ type Instance struct {
 	pkg    packages.Installed
 	name   string
 	log    *slog.Logger
-	stderr *stderrLog
+	stderr *packages.StderrLog
 
 	reg       extension.Registration
 	executors []executor.Executor
@@ -169,7 +168,7 @@ func (r *Runtime) Start(ctx context.Context, ins packages.Installed) (packages.I
 	i := &Instance{rt: r, pkg: ins, name: ins.Manifest.Name, state: StateStarting,
 		stopCh: make(chan struct{}), superDone: make(chan struct{})}
 	i.log = r.opts.Logger.With("package", i.name)
-	sl, err := newStderrLog(r.opts.LogDir, i.name, r.opts.StderrLimit)
+	sl, err := packages.NewStderrLog(r.opts.LogDir, i.name, r.opts.StderrLimit)
 	if err != nil {
 		return nil, &StartError{Package: i.name, Reason: "its log cannot be opened", Err: err}
 	}
@@ -379,76 +378,3 @@ func (p *proc) stop(ctx context.Context) error {
 	return errors.New("pkgproto: package " + p.inst.name + " did not stop in time and was killed")
 }
 
-// stderrLog keeps the newest bytes of a package's stderr, and writes them
-// to a rotated file when it has one.
-type stderrLog struct {
-	mu    sync.Mutex
-	limit int
-	tail  []byte
-	path  string
-	f     *os.File
-	size  int
-}
-
-func newStderrLog(dir, name string, limit int) (*stderrLog, error) {
-	l := &stderrLog{limit: limit}
-	if dir == "" {
-		return l, nil
-	}
-	l.path = filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	l.f, l.size = f, int(st.Size())
-	return l, nil
-}
-
-func (l *stderrLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := len(b)
-	if len(b) > l.limit {
-		b = b[len(b)-l.limit:]
-	}
-	l.tail = append(l.tail, b...)
-	if over := len(l.tail) - l.limit; over > 0 {
-		l.tail = append(l.tail[:0:0], l.tail[over:]...)
-	}
-	if l.f != nil {
-		if l.size+len(b) > l.limit {
-			l.f.Close()
-			_ = os.Rename(l.path, l.path+".1")
-			f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-			if err != nil {
-				l.f = nil
-				return n, nil
-			}
-			l.f, l.size = f, 0
-		}
-		w, _ := l.f.Write(b)
-		l.size += w
-	}
-	return n, nil
-}
-
-// Tail is a copy of the newest bytes kept.
-func (l *stderrLog) Tail() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.tail)
-}
-
-func (l *stderrLog) Close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
-	}
-}
