@@ -377,4 +377,3 @@ func (p *proc) stop(ctx context.Context) error {
 	}
 	return errors.New("pkgproto: package " + p.inst.name + " did not stop in time and was killed")
 }
-
