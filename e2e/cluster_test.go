@@ -86,26 +86,36 @@ func newCluster(t *testing.T, n int, cfg func(*cluster) string) *cluster {
 	}
 	t.Cleanup(func() { os.RemoveAll(shared) })
 	c := &cluster{t: t, store: pg.URL(db), shared: shared, down: map[int]bool{}}
-	for i := range n {
-		e := newEnv(t)
-		if err := os.MkdirAll(filepath.Join(e.state, "private"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			c.cfg = cfg(c)
-			writeFile(t, filepath.Join(e.state, "config.json"), []byte(c.cfg))
-		} else {
-			tok, err := os.ReadFile(c.nodes[0].tokenFile())
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, e.tokenFile(), tok)
-			c.copyGenerations(e)
-		}
-		c.nodes = append(c.nodes, &node{env: e, i: i})
-		c.startNode(i)
+	c.cfg = cfg(c)
+	for range n {
+		c.addNode()
 	}
 	return c
+}
+
+// addNode starts one more daemon on the cluster's store: the first on
+// the cluster's configuration, every later one on the first's owner token
+// file and configuration documents.
+func (c *cluster) addNode() *node {
+	c.t.Helper()
+	e := newEnv(c.t)
+	if err := os.MkdirAll(filepath.Join(e.state, "private"), 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	if len(c.nodes) == 0 {
+		writeFile(c.t, filepath.Join(e.state, "config.json"), []byte(c.cfg))
+	} else {
+		tok, err := os.ReadFile(c.nodes[0].tokenFile())
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		writeFile(c.t, e.tokenFile(), tok)
+		c.copyGenerations(e)
+	}
+	nd := &node{env: e, i: len(c.nodes)}
+	c.nodes = append(c.nodes, nd)
+	c.startNode(nd.i)
+	return nd
 }
 
 // copyGenerations copies the first daemon's configuration documents
@@ -180,7 +190,7 @@ func needsBranch(t *testing.T, branch, what string) {
 	t.Skipf("needs %s: %s", branch, what)
 }
 
-// clusterConfig is a configuration with one scope c whose one binding job
+// config is a configuration with one scope c whose one binding job
 // runs script under sh with MARKS naming the cluster's shared directory
 // (and FIFO, when fifo is set), with the builtins granted, and the given
 // lease and max_running.
@@ -589,7 +599,22 @@ func TestClusterEventsFormOneSequence(t *testing.T) {
 	}()
 	em := c.emitEvents(9, 20)
 	ids := c.createSpread(works)
+	// The CLI's emit through each daemon, while the others go on.
+	cli := map[string]int64{}
+	for _, nd := range c.nodes {
+		for k := range 2 {
+			var out struct {
+				Event clusterEvent `json:"event"`
+			}
+			nd.cliJSON(&out, "emit", "cluster.cli", "--scope", "c", "--data", fmt.Sprintf(`{"daemon": %d, "k": %d}`, nd.i, k))
+			cli[out.Event.ID] = out.Event.Seq
+		}
+	}
 	accepted := em.finish()
+	ops := len(accepted)
+	for id, seq := range cli {
+		accepted[id] = seq
+	}
 	ws := c.waitAllTerminal(works)
 	close(stopRead)
 	if err := <-readErr; err != nil {
@@ -609,8 +634,8 @@ func TestClusterEventsFormOneSequence(t *testing.T) {
 			emitters[ev.Execution] = true
 		}
 	}
-	if byType["cluster.ping"] != len(accepted) || len(accepted) != 9*20 {
-		t.Fatalf("%d operator Events listed, %d accepted, want %d", byType["cluster.ping"], len(accepted), 9*20)
+	if byType["cluster.ping"] != ops || ops != 9*20 || byType["cluster.cli"] != len(cli) || len(cli) != 2*len(c.nodes) {
+		t.Fatalf("%d + %d operator Events listed, %d + %d accepted, want %d + %d", byType["cluster.ping"], byType["cluster.cli"], ops, len(cli), 9*20, 2*len(c.nodes))
 	}
 	if byType["cluster.emitted"] != works*perWork || len(emitters) != works {
 		t.Fatalf("%d Events emitted by %d executions, want %d by %d", byType["cluster.emitted"], len(emitters), works*perWork, works)
@@ -819,4 +844,47 @@ func TestClusterKilledDaemonsWorkIsRecoveredByASurvivor(t *testing.T) {
 	accepted := em.finish()
 	evs := c.wholeSequence(up, 50, accepted)
 	t.Logf("held %q after the take-over; %d Events, %d accepted by operators", held.BlockedReason, len(evs), len(accepted))
+}
+
+// A daemon that joins the cluster while another runs an attempt leaves
+// that attempt alone: its lease is live, so it is neither taken over nor
+// lost, and the Work runs once to its end on the daemon that claimed it.
+func TestClusterJoiningDaemonLeavesLiveAttemptsAlone(t *testing.T) {
+	t.Parallel()
+	fifo := ""
+	c := newCluster(t, 1, func(c *cluster) string {
+		fifo = filepath.Join(c.shared, "fifo")
+		return c.config(markScript(`read code < "$FIFO"`), fifo, "15s", 4)
+	})
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := c.nodes[0].createWork("c")
+	x, on := c.runningOn(w.ID)
+	joined := c.addNode()
+	exes := joined.executions(w.ID)
+	if len(exes) != 1 || exes[0].ID != x.ID || exes[0].Epoch != x.Epoch || exes[0].Owner != on.owner || exes[0].State != "running" {
+		release(t, fifo, 0)
+		needsBranch(t, "cluster-core", fmt.Sprintf("after daemon %d joined, Work %s's executions are %+v, want %s still running at epoch %d under daemon %d (%s); the joining daemon's log: %s",
+			joined.i, w.ID, exes, x.ID, x.Epoch, on.i, on.owner, recoveryLines(joined.allLogs())))
+	}
+	release(t, fifo, 0)
+	if got := joined.waitWork(w.ID, "ending", func(w work) bool { return terminal(w.State) }); got.State != "succeeded" {
+		t.Fatalf("Work ended %+v", got)
+	}
+	if lines := c.markLines(w.ID); strings.Join(lines, "\n") != "start "+x.ID+"\nend "+x.ID {
+		t.Fatalf("the job ran %q, want once as %s", lines, x.ID)
+	}
+}
+
+// recoveryLines is a daemon log's lines about recovering or losing
+// attempts.
+func recoveryLines(logs string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "recover") || strings.Contains(l, "lost") || strings.Contains(l, "adopt") || strings.Contains(l, `"level":"ERROR"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
