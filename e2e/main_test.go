@@ -16,6 +16,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
 )
 
 // bins holds the binaries TestMain built.
@@ -56,7 +58,8 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	code := m.Run()
+	// The cluster tests' PostgreSQL (started on first use) stops here.
+	code := pgtest.Wrap(m).Run()
 	if code == 0 {
 		// No test may leave a goroutine running in the test process.
 		if err := goleak.Find(); err != nil {
