@@ -126,7 +126,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	if o.postgres {
-		return runPostgres(ctx, o, bin, tmp, w)
+		return runPostgres(ctx, o, bin, tmp, shellTrue, w)
 	}
 	var rounds []round
 	for i := range o.rounds {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,18 @@ import (
 // Every round gets a database (daemons) or schema (River) of its own, so
 // no round starts on another's rows.
 
-// shellTrue is the scheduling rounds' binding: the same executor the
-// SQLite scheduling round runs (daemonConfig's "noop").
-func shellTrue() map[string]any {
-	return map[string]any{"executor": "shell", "config": map[string]any{"command": []string{"true"}}}
+// schedExecutor is the binding the scheduling rounds' Work runs, and how
+// the report names it.
+type schedExecutor struct {
+	label   string
+	binding map[string]any
+}
+
+// shellTrue is the executor the SQLite scheduling round runs
+// (daemonConfig's "noop").
+var shellTrue = schedExecutor{
+	label:   "shell `true`",
+	binding: map[string]any{"executor": "shell", "config": map[string]any{"command": []string{"true"}}},
 }
 
 // pgConfig is the configuration every daemon of a round starts with: one
@@ -52,7 +61,8 @@ func pgConfig(running int, binding map[string]any) []byte {
 
 // startStoreDaemon starts bin on a fresh state directory under root with
 // the coordination store at store, cfg as its config file, and waits until
-// it is ready. token, when set, is the owner's operator token file of a
+// it is ready; an empty store leaves the daemon on its state directory's
+// SQLite. token, when set, is the owner's operator token file of a
 // daemon already on store: the owner's credential is a record of the
 // shared store, so a daemon joining it is given the token (as an operator
 // would copy it) instead of minting another.
@@ -78,7 +88,11 @@ func startStoreDaemon(ctx context.Context, bin, root, store string, cfg []byte, 
 	if err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(bin, "daemon", "--state", d.state, "--store", store, "--log-level", "warn")
+	args := []string{"daemon", "--state", d.state, "--log-level", "warn"}
+	if store != "" {
+		args = append(args, "--store", store)
+	}
+	d.cmd = exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPEN_CONDUIT_") && !strings.HasPrefix(kv, "PG") {
 			d.cmd.Env = append(d.cmd.Env, kv)
@@ -117,6 +131,40 @@ type clusterResult struct {
 	schedResult
 	// perOwner is how many attempts each daemon (its owner id) ran.
 	perOwner []int
+	// commits and commitTime are the store's write commits of the
+	// daemons over the round and the time they took (their metrics).
+	commits    float64
+	commitTime time.Duration
+}
+
+// storeCommits reads the count and total seconds of the store's commits
+// from the daemons' /metrics, summed.
+func storeCommits(ctx context.Context, ds []*daemon) (n, secs float64, err error) {
+	for _, d := range ds {
+		resp, err := d.c.Do(ctx, "GET", "/metrics", nil, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, line := range strings.Split(string(resp.Body), "\n") {
+			name, val, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			switch name {
+			case "open_conduit_store_commit_seconds_count":
+				n += f
+			case "open_conduit_store_commit_seconds_sum":
+				secs += f
+			default:
+				continue
+			}
+			if err != nil {
+				return 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+			}
+		}
+	}
+	return n, secs, nil
 }
 
 // runClusterSched creates n Work in scope sched, each by its own
@@ -136,6 +184,10 @@ func runClusterSched(ctx context.Context, ds []*daemon, n, creators int) (*clust
 		return sum, nil
 	}
 	cpu0, err := cpu()
+	if err != nil {
+		return nil, err
+	}
+	commits0, secs0, err := storeCommits(ctx, ds)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +239,18 @@ func runClusterSched(ctx context.Context, ds []*daemon, n, creators int) (*clust
 	if err != nil {
 		return nil, err
 	}
+	commits1, secs1, err := storeCommits(ctx, ds)
+	if err != nil {
+		return nil, err
+	}
 	owners, err := checkOnce(ctx, c, n)
 	if err != nil {
 		return nil, err
 	}
-	r := &clusterResult{schedResult: schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0}}
+	r := &clusterResult{
+		schedResult: schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0},
+		commits:     commits1 - commits0, commitTime: time.Duration((secs1 - secs0) * float64(time.Second)),
+	}
 	for _, k := range owners {
 		r.perOwner = append(r.perOwner, k)
 	}
@@ -236,13 +295,13 @@ func checkOnce(ctx context.Context, c *client.Client, n int) (map[string]int, er
 
 // pgRound holds one PostgreSQL round's figures.
 type pgRound struct {
-	one, two *clusterResult
-	river    *schedResult
+	lite, one, two *clusterResult
+	river          *schedResult
 }
 
 // runPostgres runs the PostgreSQL peer benchmark with the daemon binary
-// bin, under tmp, and reports to w.
-func runPostgres(ctx context.Context, o options, bin, tmp string, w io.Writer) error {
+// bin, its Work running ex, under tmp, and reports to w.
+func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecutor, w io.Writer) error {
 	progress(fmt.Sprintf("starting a throwaway PostgreSQL cluster (durable: %v)", o.pgDurable))
 	cluster, err := pgtest.StartWith(pgtest.Options{Durable: o.pgDurable})
 	if err != nil {
@@ -257,21 +316,26 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, w io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg := pgConfig(o.clients, shellTrue())
+	cfg := pgConfig(o.clients, ex.binding)
+	// daemons runs k daemons on a fresh database, or one on SQLite when
+	// k is 0.
 	daemons := func(i, k int) (*clusterResult, error) {
-		db, err := cluster.FreshDatabase(ctx)
-		if err != nil {
-			return nil, err
+		store, name := "", "lite"
+		if k > 0 {
+			db, err := cluster.FreshDatabase(ctx)
+			if err != nil {
+				return nil, err
+			}
+			store, name = cluster.URL(db), fmt.Sprintf("pg%d-", k)
 		}
-		store := cluster.URL(db)
 		var ds []*daemon
 		defer func() {
 			for _, d := range ds {
 				d.stop()
 			}
 		}()
-		for j := range k {
-			root := filepath.Join(tmp, fmt.Sprintf("%dpg%d-%d", i, k, j))
+		for j := range max(k, 1) {
+			root := filepath.Join(tmp, fmt.Sprintf("%d%s%d", i, name, j))
 			// One at a time: the first publishes the configuration
 			// generation, the next finds it.
 			token := ""
@@ -304,6 +368,10 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, w io.Writer) e
 	var rounds []pgRound
 	for i := range o.rounds {
 		var r pgRound
+		if r.lite, err = daemons(i, 0); err != nil {
+			return fmt.Errorf("round %d, one daemon on SQLite: %w", i+1, err)
+		}
+		progress(fmt.Sprintf("round %d one daemon on SQLite: %.1f Work/s", i+1, r.lite.perSec))
 		if r.one, err = daemons(i, 1); err != nil {
 			return fmt.Errorf("round %d, one daemon: %w", i+1, err)
 		}
@@ -320,11 +388,11 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, w io.Writer) e
 		progress(fmt.Sprintf("round %d River: %.1f jobs/s", i+1, r.river.perSec))
 		rounds = append(rounds, r)
 	}
-	reportPostgres(w, o, rounds)
+	reportPostgres(w, o, ex, rounds)
 	return nil
 }
 
-func reportPostgres(w io.Writer, o options, rs []pgRound) {
+func reportPostgres(w io.Writer, o options, ex schedExecutor, rs []pgRound) {
 	med := func(f func(pgRound) float64) float64 {
 		xs := make([]float64, len(rs))
 		for i, r := range rs {
@@ -335,6 +403,7 @@ func reportPostgres(w io.Writer, o options, rs []pgRound) {
 	cpuPer := func(r *clusterResult) float64 {
 		return float64(r.cpu) / float64(time.Millisecond) / float64(r.n)
 	}
+	lite := med(func(r pgRound) float64 { return r.lite.perSec })
 	one := med(func(r pgRound) float64 { return r.one.perSec })
 	two := med(func(r pgRound) float64 { return r.two.perSec })
 	river := med(func(r pgRound) float64 { return r.river.perSec })
@@ -344,19 +413,28 @@ func reportPostgres(w io.Writer, o options, rs []pgRound) {
 	}
 	fmt.Fprintf(w, "Machine: %s.\n\n", machine())
 	fmt.Fprintf(w, "PostgreSQL: one throwaway cluster on a Unix socket, %s.\n\n", durable)
-	fmt.Fprintf(w, "Rounds: %d (one daemon, two daemons, River in turn); medians over rounds. Per round %d Work (and River jobs), %d creators (inserters), max_running %d per daemon, %d River workers.\n\n",
+	fmt.Fprintf(w, "Rounds: %d (one daemon on SQLite, one daemon, two daemons, River in turn); medians over rounds. Per round %d Work (and River jobs), %d creators (inserters), max_running %d per daemon, %d River workers.\n\n",
 		len(rs), o.work, o.clients, o.clients, o.clients)
 	fmt.Fprintln(w, "| what | measured | ratio to River | target |")
 	fmt.Fprintln(w, "|---|---|---|---|")
-	fmt.Fprintf(w, "| one daemon (shell `true`), Work/s | %.1f | %.2f | ahead of River |\n", one, med(func(r pgRound) float64 { return r.one.perSec / r.river.perSec }))
-	fmt.Fprintf(w, "| two daemons on one database (shell `true`), Work/s | %.1f | %.2f | ahead of River |\n", two, med(func(r pgRound) float64 { return r.two.perSec / r.river.perSec }))
+	fmt.Fprintf(w, "| one daemon (%s), Work/s | %.1f | %.2f | ahead of River |\n", ex.label, one, med(func(r pgRound) float64 { return r.one.perSec / r.river.perSec }))
+	fmt.Fprintf(w, "| two daemons on one database (%s), Work/s | %.1f | %.2f | ahead of River |\n", ex.label, two, med(func(r pgRound) float64 { return r.two.perSec / r.river.perSec }))
 	fmt.Fprintf(w, "| River (riverpgxv5, LISTEN/NOTIFY), jobs/s | %.1f | 1 | |\n", river)
 	fmt.Fprintf(w, "| two daemons ÷ one daemon | | %.2f | |\n", med(func(r pgRound) float64 { return r.two.perSec / r.one.perSec }))
-	fmt.Fprintf(w, "| daemon CPU per Work, one / two daemons (their utime+stime summed) | %.2f / %.2f ms | | |\n",
-		med(func(r pgRound) float64 { return cpuPer(r.one) }), med(func(r pgRound) float64 { return cpuPer(r.two) }))
-	fmt.Fprintln(w, "\nPer round (one daemon Work/s, two daemons Work/s with attempts per daemon, River jobs/s):")
+	fmt.Fprintf(w, "| for reference: one daemon on its SQLite, Work/s | %.1f | %.2f | |\n", lite, med(func(r pgRound) float64 { return r.lite.perSec / r.river.perSec }))
+	fmt.Fprintf(w, "| daemon CPU per Work, on SQLite / one / two daemons (their utime+stime summed) | %.2f / %.2f / %.2f ms | | |\n",
+		med(func(r pgRound) float64 { return cpuPer(r.lite) }), med(func(r pgRound) float64 { return cpuPer(r.one) }), med(func(r pgRound) float64 { return cpuPer(r.two) }))
+	commitsPer := func(r *clusterResult) float64 { return r.commits / float64(r.n) }
+	commitMs := func(r *clusterResult) float64 {
+		return float64(r.commitTime) / float64(time.Millisecond) / r.commits
+	}
+	fmt.Fprintf(w, "| the store's commits per Work, on SQLite / one / two daemons | %.1f / %.1f / %.1f | | |\n",
+		med(func(r pgRound) float64 { return commitsPer(r.lite) }), med(func(r pgRound) float64 { return commitsPer(r.one) }), med(func(r pgRound) float64 { return commitsPer(r.two) }))
+	fmt.Fprintf(w, "| mean time of one commit, on SQLite / one / two daemons | %.2f / %.2f / %.2f ms | | |\n",
+		med(func(r pgRound) float64 { return commitMs(r.lite) }), med(func(r pgRound) float64 { return commitMs(r.one) }), med(func(r pgRound) float64 { return commitMs(r.two) }))
+	fmt.Fprintln(w, "\nPer round (SQLite Work/s, one daemon Work/s, two daemons Work/s with attempts per daemon, River jobs/s):")
 	fmt.Fprintln(w)
 	for i, r := range rs {
-		fmt.Fprintf(w, "- round %d: %.1f, %.1f %v, %.1f\n", i+1, r.one.perSec, r.two.perSec, r.two.perOwner, r.river.perSec)
+		fmt.Fprintf(w, "- round %d: %.1f, %.1f, %.1f %v, %.1f\n", i+1, r.lite.perSec, r.one.perSec, r.two.perSec, r.two.perOwner, r.river.perSec)
 	}
 }
