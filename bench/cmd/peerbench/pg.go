@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -145,24 +146,37 @@ func storeCommits(ctx context.Context, ds []*daemon) (n, secs float64, err error
 		if err != nil {
 			return 0, 0, err
 		}
-		for _, line := range strings.Split(string(resp.Body), "\n") {
-			name, val, ok := strings.Cut(line, " ")
-			if !ok {
-				continue
-			}
-			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-			switch name {
-			case "open_conduit_store_commit_seconds_count":
-				n += f
-			case "open_conduit_store_commit_seconds_sum":
-				secs += f
-			default:
-				continue
-			}
-			if err != nil {
-				return 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
-			}
+		k, s, err := commitTotals(resp.Body)
+		if err != nil {
+			return 0, 0, err
 		}
+		n, secs = n+k, secs+s
+	}
+	return n, secs, nil
+}
+
+// commitTotals reads the store commit histogram's count and sum from a
+// Prometheus text exposition; a body without them is an error.
+func commitTotals(body []byte) (n, secs float64, err error) {
+	found := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || (name != "open_conduit_store_commit_seconds_count" && name != "open_conduit_store_commit_seconds_sum") {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		if strings.HasSuffix(name, "_count") {
+			n = f
+		} else {
+			secs = f
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, errors.New("the metrics hold no store commit histogram")
 	}
 	return n, secs, nil
 }
