@@ -2,7 +2,9 @@
 // and with a peer (River on SQLite), in one invocation and in alternating
 // rounds (floor, project, peer, floor, …), so that load from elsewhere on
 // the machine falls on all of them alike; it prints the medians and the
-// ratios of issue 18's table as Markdown.
+// ratios of issue 18's table as Markdown. With -postgres it runs issue
+// 19's rounds instead (pg.go): one and two daemons against River, all on a
+// throwaway PostgreSQL cluster of its own on a Unix socket.
 //
 // The project is the real daemon, built from this repository's
 // cmd/open-conduit and started on fresh state directories under a

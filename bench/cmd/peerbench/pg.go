@@ -22,8 +22,9 @@ import (
 
 // The PostgreSQL peer benchmark (-postgres): on one throwaway cluster
 // started for the run (pgtest, listening only on a Unix socket in its own
-// temporary directory), rounds of the project's daemon alone, of two
-// daemons on one database, and of River on the same cluster, in turn.
+// temporary directory), rounds of the project's daemon on its own SQLite
+// (for reference), of one daemon and of two daemons on one database, and
+// of River on the same cluster, in turn.
 // Every round gets a database (daemons) or schema (River) of its own, so
 // no round starts on another's rows.
 
