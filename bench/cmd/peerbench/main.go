@@ -2,7 +2,9 @@
 // and with a peer (River on SQLite), in one invocation and in alternating
 // rounds (floor, project, peer, floor, …), so that load from elsewhere on
 // the machine falls on all of them alike; it prints the medians and the
-// ratios of issue 18's table as Markdown.
+// ratios of issue 18's table as Markdown. With -postgres it runs issue
+// 19's rounds instead (pg.go): one and two daemons against River, all on a
+// throwaway PostgreSQL cluster of its own on a Unix socket.
 //
 // The project is the real daemon, built from this repository's
 // cmd/open-conduit and started on fresh state directories under a
@@ -30,6 +32,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -42,6 +45,7 @@ type options struct {
 	eventReps, seeders       int
 	riverCooldown, riverPoll time.Duration
 	keep                     bool
+	postgres, pgDurable      bool
 }
 
 func main() {
@@ -67,6 +71,8 @@ func main() {
 	flag.DurationVar(&o.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms; its minimum, 1ms, gives it its best throughput)")
 	flag.DurationVar(&o.riverPoll, "river-fetch-poll", 50*time.Millisecond, "River's FetchPollInterval (River's default is 1s)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, daemon logs)")
+	flag.BoolVar(&o.postgres, "postgres", false, "run the PostgreSQL peer benchmark instead: one and two daemons and River on one throwaway cluster (uses -rounds, -clients, -work and River's fetch settings)")
+	flag.BoolVar(&o.pgDurable, "pg-durable", true, "with -postgres: run the cluster with fsync and synchronous_commit on (false: off, as the tests' clusters)")
 	flag.Parse()
 	if o.rounds < 3 || o.rounds > 10 {
 		fmt.Fprintln(os.Stderr, "peerbench: -rounds must be 3 to 10")
@@ -83,7 +89,7 @@ func main() {
 		}
 		o.eventSizes = append(o.eventSizes, n)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "peerbench:", err)
@@ -120,6 +126,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	bin, err := buildDaemon(repo, tmp)
 	if err != nil {
 		return err
+	}
+	if o.postgres {
+		return runPostgres(ctx, o, bin, tmp, shellTrue, w)
 	}
 	var rounds []round
 	for i := range o.rounds {

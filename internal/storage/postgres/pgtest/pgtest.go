@@ -11,8 +11,9 @@
 //
 // Without PostgreSQL's binaries a test that asks for the cluster skips
 // with a message saying how to install them; under CI=true it fails. It
-// must never be imported by production code, never listen on TCP and never
-// touch a cluster it did not start.
+// must never be imported by production code (tests and the bench module's
+// benchmark program only), never listen on TCP and never touch a cluster it
+// did not start.
 package pgtest
 
 import (
@@ -168,8 +169,21 @@ func command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// Start initialises and starts a cluster in a new temporary directory.
-func Start() (*Cluster, error) {
+// Start initialises and starts a cluster in a new temporary directory,
+// with durability off (StartWith's zero Options).
+func Start() (*Cluster, error) { return StartWith(Options{}) }
+
+// Options change how StartWith runs the server.
+type Options struct {
+	// Durable keeps PostgreSQL's defaults for durability (fsync,
+	// synchronous_commit and full_page_writes on), for a benchmark that
+	// must pay what a real server pays. Tests leave it off: nothing of a
+	// throwaway cluster needs to survive a crash.
+	Durable bool
+}
+
+// StartWith is Start with options.
+func StartWith(o Options) (*Cluster, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -209,12 +223,15 @@ func Start() (*Cluster, error) {
 	if cred != nil {
 		_ = os.Chown(logPath, int(cred.Uid), int(cred.Gid))
 	}
-	// A throwaway cluster: nothing needs to survive a crash, so it never
-	// syncs.
-	c.cmd = command(cred, filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
+	args := []string{"-D", data, "-k", dir,
 		"-c", "listen_addresses=", "-c", "unix_socket_permissions=0700",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "log_min_messages=warning")
+		"-c", "max_connections=200", "-c", "log_min_messages=warning"}
+	if !o.Durable {
+		// A throwaway cluster: nothing needs to survive a crash, so it
+		// never syncs.
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	c.cmd = command(cred, filepath.Join(bin, "postgres"), args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	if err := c.cmd.Start(); err != nil {
 		return fail(fmt.Errorf("start postgres: %w", err))
