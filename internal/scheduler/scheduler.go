@@ -1021,6 +1021,7 @@ func (s *Scheduler) completionOf(r result) *completion {
 // superseded epoch) or failing never takes the others with it.
 func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 	errs := make([]error, len(cs))
+	s.syncStaged(cs)
 	if len(cs) > 1 {
 		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
 			for _, c := range cs {

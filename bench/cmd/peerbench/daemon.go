@@ -183,12 +183,13 @@ func killExecutions(state string) {
 	}
 }
 
-// profilePath is round i's daemon CPU profile under dir, or "" for none.
-func profilePath(dir string, i int) string {
+// profilePath is round i's CPU profile of what (daemon, inproc) under dir,
+// or "" for none.
+func profilePath(dir string, i int, what string) string {
 	if dir == "" {
 		return ""
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("daemon-%d.pprof", i+1)))
+	abs, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", what, i+1)))
 	if err != nil {
 		return ""
 	}

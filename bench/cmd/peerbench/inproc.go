@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -48,8 +50,20 @@ func (instantExecutor) Stop(context.Context, executor.RunRequest, time.Duration)
 // once, while a loop runs scheduler rounds as the daemon's does (after a
 // creation, whenever a segment reports, and on a 100 ms tick); it ends
 // when every Work has finished. cpu is the whole process's CPU time over
-// the round (the creators' and the loop's).
-func runInProcess(ctx context.Context, dir string, n, creators int) (*schedResult, error) {
+// the round (the creators' and the loop's). profile, when not empty, is the
+// new file the round's CPU profile is written to.
+func runInProcess(ctx context.Context, dir string, n, creators int, profile string) (*schedResult, error) {
+	if profile != "" {
+		f, err := os.OpenFile(profile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "state.db"), Clock: clock.System{}})
 	if err != nil {
 		return nil, err

@@ -152,7 +152,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		d, err := startDaemon(ctx, bin, pd, o.clients, profilePath(o.profile, i))
+		d, err := startDaemon(ctx, bin, pd, o.clients, profilePath(o.profile, i, "daemon"))
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i+1, err)
 		}
@@ -177,7 +177,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if r.inner, err = runInProcess(ctx, id, o.work, o.clients); err != nil {
+		if r.inner, err = runInProcess(ctx, id, o.work, o.clients, profilePath(o.profile, i, "inproc")); err != nil {
 			return fmt.Errorf("round %d, in process: %w", i+1, err)
 		}
 		progress(fmt.Sprintf("round %d in-process scheduling: %.1f Work/s", i+1, r.inner.perSec))
