@@ -25,8 +25,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	prefix string
-	noSync bool
+	prefix    string
+	noSync    bool
+	noDirSync bool
 }
 
 // TempPrefix names the temporary file prefix followed by random characters,
@@ -41,6 +42,14 @@ func TempPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 // nothing after a reboot (a process record checked against the boot id) or
 // whose loss a crash could have caused a moment earlier anyway.
 func NoSync() Option { return func(o *options) { o.noSync = true } }
+
+// NoDirSync syncs the file but not its directory: the bytes are durable,
+// the new name is not until the caller syncs the directory (SyncDir), as
+// a caller that makes many names in one directory does once for all.
+func NoDirSync() Option { return func(o *options) { o.noDirSync = true } }
+
+// SyncDir syncs the directory dir, making the names made in it durable.
+func SyncDir(dir string) error { return syncDir(dir) }
 
 func settle(path string, opts []Option) options {
 	o := options{prefix: "." + filepath.Base(path) + ".tmp-"}
@@ -97,7 +106,7 @@ func WriteNewFrom(path string, r io.Reader, perm fs.FileMode, opts ...Option) (i
 	if err != nil {
 		return 0, err
 	}
-	if o.noSync {
+	if o.noSync || o.noDirSync {
 		return n, nil
 	}
 	return n, syncDir(filepath.Dir(path))

@@ -271,3 +271,25 @@ func TestNoSyncWritesTheWholeFile(t *testing.T) {
 		t.Errorf("the directory holds %v, want f and g only", got)
 	}
 }
+
+// NoDirSync still makes the file whole under its name, first writer
+// winning; SyncDir syncs a directory and fails for one that is gone.
+func TestNoDirSyncAndSyncDir(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a")
+	if _, err := WriteNewFrom(path, strings.NewReader("bytes"), 0o600, NoDirSync()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteNewFrom(path, strings.NewReader("other"), 0o600, NoDirSync()); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second writer: %v, want ErrExist", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "bytes" {
+		t.Fatalf("file %q, %v", b, err)
+	}
+	if err := SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(filepath.Join(dir, "gone")); err == nil {
+		t.Fatal("SyncDir of a missing directory succeeded")
+	}
+}

@@ -83,7 +83,8 @@ func bindingLookup(cfg configSource) scheduler.BindingLookup {
 		if !ok {
 			return scheduler.Binding{}, fmt.Errorf("scope %s has no binding %s in generation %d", q.Scope, q.Binding, snap.Generation)
 		}
-		return scheduler.Binding{Executor: b.Executor, Config: b.Config, Generation: snap.Generation, NoOperations: grantsNothing(b)}, nil
+		secrets, _ := snap.BindingSecrets(q.Scope, q.Binding)
+		return scheduler.Binding{Executor: b.Executor, Config: b.Config, Generation: snap.Generation, NoOperations: grantsNothing(b), NoSecrets: len(secrets) == 0}, nil
 	}
 }
 

@@ -98,12 +98,12 @@ func (c *countingStore) WithTx(ctx context.Context, fn func(tx storage.Tx) error
 
 // BenchmarkClaimCompleteRound is one scheduler round's worth of Work: four
 // ready Work of four bindings (a round prepares at most one claim per
-// binding and PrepareWorkers at once), claimed by one Tick, their segments
+// binding whose preparation can block), claimed by one Tick, their segments
 // run by a no-op executor, and the next Tick applying the four results.
 // One op is one round; commits/work is the write transactions that
 // committed per Work (claims, launches, completions).
 func BenchmarkClaimCompleteRound(b *testing.B) {
-	const per = scheduler.PrepareWorkers
+	const per = 4
 	var cs *countingStore
 	h := buildHarness(b, b.TempDir(), func(o *scheduler.Options) {
 		o.Limits.MaxRunning = per

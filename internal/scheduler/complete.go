@@ -77,6 +77,7 @@ var errUnobservedStop = errors.New("scheduler: the executor lost sight of a stop
 // failed transaction discards the staged artifacts.
 func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int64, res executor.Result, observed bool) error {
 	c := s.stageCompletion(executionID, epoch, res, observed)
+	s.syncStaged([]*completion{c})
 	err := s.store.WithTx(ctx, func(tx storage.Tx) error { return s.completeInTx(ctx, tx, c) })
 	if err != nil {
 		c.discard()
@@ -99,6 +100,28 @@ type completion struct {
 
 func (s *Scheduler) stageCompletion(executionID string, epoch int64, res executor.Result, observed bool) *completion {
 	return &completion{executionID: executionID, epoch: epoch, res: res, observed: observed, staged: s.stageArtifacts(executionID, res)}
+}
+
+// syncStaged makes the names of the completions' staged artifacts durable
+// before any of their metadata commits: one sync of the artifact directory
+// for the whole batch (their bytes were synced when staged). When it
+// fails, the artifacts are dropped (as one that could not be staged is)
+// and the completions still apply.
+func (s *Scheduler) syncStaged(cs []*completion) {
+	staged := false
+	for _, c := range cs {
+		staged = staged || len(c.staged) > 0
+	}
+	if !staged {
+		return
+	}
+	if err := s.o.Artifacts.SyncNames(); err != nil {
+		s.o.Logger.Warn("artifacts not stored", "error", err)
+		for _, c := range cs {
+			c.discard()
+			c.staged = nil
+		}
+	}
 }
 
 // discard drops the staged artifacts of a completion that did not commit.
@@ -291,7 +314,7 @@ func (s *Scheduler) stageArtifacts(executionID string, res executor.Result) []*a
 		if cut {
 			s.o.Logger.Warn("artifact cut at its limit", "execution", executionID, "name", a.Name, "limit", s.o.ArtifactLimit, "kept", keep)
 		}
-		st, err := s.o.Artifacts.Stage(s.o.IDs.New(ids.Artifact), io.LimitReader(f, keep))
+		st, err := s.o.Artifacts.StageUnsynced(s.o.IDs.New(ids.Artifact), io.LimitReader(f, keep))
 		f.Close()
 		if err != nil {
 			s.o.Logger.Warn("artifact not stored", "execution", executionID, "name", a.Name, "error", err)

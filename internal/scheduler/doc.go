@@ -136,9 +136,12 @@
 // endpoint, secrets) and started on a goroutine of its own, so a slow
 // secret delays no round, no stop and no other binding. At most
 // PrepareWorkers claims are prepared at once and PreparePerBinding per
-// binding: Work of a binding at its limit is passed over (left ready,
-// unclaimed) and claimed by the round that follows the end of its
-// binding's preparation. A claim being prepared keeps its lease
+// binding whose preparation can block (it resolves a secret or makes a
+// toolbelt endpoint): Work of a binding at its limit is passed over (left
+// ready, unclaimed) and claimed by the round that follows the end of its
+// binding's preparation. A binding that selects no secret on an executor
+// that needs no endpoint (Binding.NoSecrets) is held to PrepareWorkers
+// alone, so one round claims many of its Work in one transaction. A claim being prepared keeps its lease
 // (Heartbeat); a cancel meanwhile cuts the preparation short and confirms
 // the stop, nothing having started; Close cuts it short and gives it back.
 //

@@ -67,6 +67,11 @@ type Binding struct {
 	// toolbelt. Its segments get no token and no endpoint when their
 	// executor allows it (executor.EndpointOptional).
 	NoOperations bool
+	// NoSecrets: the binding selects no secret, so preparing its attempt
+	// resolves none. With an executor that needs no toolbelt endpoint
+	// (see usesToolbelt), nothing in its preparation can hang, and its
+	// claims are not held to PreparePerBinding (see prepareRoom).
+	NoSecrets bool
 }
 
 // BindingLookup resolves a binding (the daemon adapts the configuration).

@@ -56,12 +56,15 @@ type Scheduler struct {
 }
 
 // Preparation bounds: at most PrepareWorkers claims are prepared at once,
-// at most PreparePerBinding of them for one binding. A claim is taken only
-// when its preparation can start at once, so one binding whose secret
-// hangs holds at most PreparePerBinding slots and never queues another
-// binding's Work behind it.
+// at most PreparePerBinding of them for one binding whose preparation can
+// block (it resolves secrets or makes a toolbelt endpoint). A claim is
+// taken only when its preparation can start at once, so one binding whose
+// secret hangs holds at most PreparePerBinding slots and never queues
+// another binding's Work behind it. A binding whose preparation cannot
+// block (quick: no secret, no endpoint) is held only to PrepareWorkers, so
+// a round claims up to PrepareWorkers of its Work in one transaction.
 const (
-	PrepareWorkers    = 4
+	PrepareWorkers    = 16
 	PreparePerBinding = 1
 )
 
@@ -70,6 +73,7 @@ const (
 type preparation struct {
 	exe    storage.Execution
 	key    string // scope and binding
+	quick  bool   // its preparation cannot block (see quickPrepare)
 	cancel context.CancelFunc
 	// stopAsked: the attempt was fenced by a cancel while being prepared;
 	// start refuses it and its stop is confirmed once preparing ends.
@@ -229,12 +233,14 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	// A claim is planned only when its preparation can start at once
 	// (prepareRoom); the plans of this round count as preparing.
 	planned := map[string]int{}
+	// quick: the bindings this round found quick to prepare.
+	quick := map[string]bool{}
 	for _, w := range cands {
 		if s.stopped(ctx) || len(plans) >= slots {
 			break
 		}
 		key := bindingKey(w.Scope, w.Binding)
-		if room, full := s.prepareRoom(key, len(plans), planned[key]); full {
+		if room, full := s.prepareRoom(key, len(plans), planned[key], quick[key]); full {
 			break
 		} else if !room {
 			continue
@@ -246,6 +252,7 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 		if p != nil {
 			plans = append(plans, p)
 			planned[key]++
+			quick[key] = quickPrepare(p.ex, p.b)
 		}
 	}
 	started := 0
@@ -452,20 +459,31 @@ func tokenRequest(exe storage.Execution, w storage.Work, kind string) toolbelt.T
 }
 
 // prepareRoom reports whether a claim of the binding key can be prepared
-// now (room), and whether no claim at all can be (full).
-func (s *Scheduler) prepareRoom(key string, planned, plannedKey int) (room, full bool) {
+// now (room), and whether no claim at all can be (full). quick says this
+// round found the binding quick to prepare (quickPrepare); the per-binding
+// limit then counts only its preparations that can block.
+func (s *Scheduler) prepareRoom(key string, planned, plannedKey int, quick bool) (room, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.preparing)+planned >= PrepareWorkers {
 		return false, true
 	}
-	n := plannedKey
+	n := 0
+	if !quick {
+		n = plannedKey
+	}
 	for _, p := range s.preparing {
-		if p.key == key {
+		if p.key == key && !p.quick {
 			n++
 		}
 	}
 	return n < PreparePerBinding, false
+}
+
+// quickPrepare says whether preparing an attempt of b on ex cannot block:
+// it resolves no secret and makes no toolbelt endpoint.
+func quickPrepare(ex executor.Executor, b Binding) bool {
+	return b.NoSecrets && !usesToolbelt(ex, b)
 }
 
 // prepare launches a committed claim or resume on a goroutine the
@@ -477,7 +495,7 @@ func (s *Scheduler) prepareRoom(key string, planned, plannedKey int) (room, full
 func (s *Scheduler) prepare(ctx context.Context, exe storage.Execution, w storage.Work, b Binding, ex executor.Executor, kind string, prevWatermark int64, token string) error {
 	pctx, cancel := context.WithCancel(ctx)
 	unhook := context.AfterFunc(s.base, cancel)
-	p := &preparation{exe: exe, key: bindingKey(exe.Scope, exe.Binding), cancel: cancel}
+	p := &preparation{exe: exe, key: bindingKey(exe.Scope, exe.Binding), quick: quickPrepare(ex, b), cancel: cancel}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -1003,6 +1021,7 @@ func (s *Scheduler) completionOf(r result) *completion {
 // superseded epoch) or failing never takes the others with it.
 func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 	errs := make([]error, len(cs))
+	s.syncStaged(cs)
 	if len(cs) > 1 {
 		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
 			for _, c := range cs {

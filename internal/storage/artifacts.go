@@ -63,11 +63,27 @@ func (a *Artifacts) path(id string) string { return filepath.Join(a.dir, id) }
 // is ErrDuplicate and its file is left untouched: staging never replaces
 // the bytes of an artifact, so a refused commit cannot take them with it.
 func (a *Artifacts) Stage(id string, r io.Reader) (*Staged, error) {
+	st, err := a.StageUnsynced(id, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.SyncNames(); err != nil {
+		_ = st.Discard()
+		return nil, fmt.Errorf("storage: stage artifact: %w", err)
+	}
+	return st, nil
+}
+
+// StageUnsynced is Stage whose bytes are synced but whose name is not yet
+// durable: the caller calls SyncNames before any of its stages' metadata
+// commits, once for as many stages as it made. A crash before SyncNames
+// may lose the file, never a committed artifact's.
+func (a *Artifacts) StageUnsynced(id string, r io.Reader) (*Staged, error) {
 	if !validArtifactID(id) {
 		return nil, fmt.Errorf("storage: artifact id %q is not a plain identifier", id)
 	}
 	h := sha256.New()
-	n, err := atomicfile.WriteNewFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"))
+	n, err := atomicfile.WriteNewFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"), atomicfile.NoDirSync())
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%w: artifact %s already has its bytes; stage it under a new id", ErrDuplicate, id)
 	}
@@ -76,6 +92,10 @@ func (a *Artifacts) Stage(id string, r io.Reader) (*Staged, error) {
 	}
 	return &Staged{a: a, id: id, size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
 }
+
+// SyncNames makes the names of every artifact staged so far durable (one
+// sync of the directory).
+func (a *Artifacts) SyncNames() error { return atomicfile.SyncDir(a.dir) }
 
 // Commit records the staged artifact's metadata in tx. meta's ID, Size and
 // SHA256 are taken from the staged bytes.

@@ -36,7 +36,11 @@ exec sleep 100000`
 // daemonConfig is the configuration of the first start: a scope whose
 // binding emits, one whose binding runs shell true, and one without
 // bindings that the events are seeded into. running is max_running.
-func daemonConfig(ctl string, running int) []byte {
+func daemonConfig(ctl string, running int) []byte { return daemonConfigWith(ctl, running, false) }
+
+// daemonConfigWith is daemonConfig, with noop also the scope schedNoop
+// whose binding runs the no-op package's executor (installed first).
+func daemonConfigWith(ctl string, running int, noop bool) []byte {
 	cfg := map[string]any{
 		"version": 1,
 		"limits":  map[string]any{"causal_per_minute": 100000, "max_running": running},
@@ -57,6 +61,12 @@ func daemonConfig(ctl string, running int) []byte {
 			},
 			"seed": map[string]any{},
 		},
+	}
+	if noop {
+		cfg["scopes"].(map[string]any)[schedNoop] = map[string]any{
+			"bindings": map[string]any{"noop": map[string]any{"executor": noopExecutor}},
+		}
+		cfg["extensions"] = map[string]any{noopPackageName: map[string]any{"enabled": true}}
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -89,7 +99,9 @@ type daemon struct {
 
 // startDaemon starts bin on a fresh state directory under root and waits
 // until it is ready.
-func startDaemon(ctx context.Context, bin, root string, running int) (*daemon, error) {
+// profile, when not empty, is the new file the daemon writes its CPU
+// profile to (its hidden --cpu-profile).
+func startDaemon(ctx context.Context, bin, root string, running int, profile string) (*daemon, error) {
 	d := &daemon{root: root, state: filepath.Join(root, "s"), ctl: filepath.Join(root, "c"), exited: make(chan struct{})}
 	for _, dir := range []string{d.state, d.ctl} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -105,6 +117,9 @@ func startDaemon(ctx context.Context, bin, root string, running int) (*daemon, e
 		return nil, err
 	}
 	d.cmd = exec.Command(bin, "daemon", "--state", d.state, "--log-level", "warn")
+	if profile != "" {
+		d.cmd.Args = append(d.cmd.Args, "--cpu-profile", profile)
+	}
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPEN_CONDUIT_") {
@@ -166,6 +181,19 @@ func killExecutions(state string) {
 			_ = syscall.Kill(-rec.PID, syscall.SIGKILL)
 		}
 	}
+}
+
+// profilePath is round i's CPU profile of what (daemon, inproc) under dir,
+// or "" for none.
+func profilePath(dir string, i int, what string) string {
+	if dir == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", what, i+1)))
+	if err != nil {
+		return ""
+	}
+	return abs
 }
 
 // poll calls cond every 20 ms until it holds, it fails, or bound passes.
@@ -308,10 +336,16 @@ func (d *daemon) runEmit(ctx context.Context, executions, perExec int) (*emitRes
 	return r, nil
 }
 
-// runSched creates n Work in scope sched (shell true), each by its own
-// POST /v1/work (one transaction), from creators at once, and waits until
-// none is left unfinished.
-func (d *daemon) runSched(ctx context.Context, n, creators int) (*schedResult, error) {
+// The scheduling scopes: shell true, and the no-op package's executor.
+const (
+	schedShell = "sched"
+	schedNoop  = "schednoop"
+)
+
+// runSched creates n Work in scope (schedShell or schedNoop), each by its
+// own POST /v1/work (one transaction), from creators at once, and waits
+// until none is left unfinished.
+func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*schedResult, error) {
 	cpu0, err := cpuTime(d.pid())
 	if err != nil {
 		return nil, err
@@ -329,7 +363,7 @@ func (d *daemon) runSched(ctx context.Context, n, creators int) (*schedResult, e
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				if _, err := d.c.CreateWork(ctx, client.CreateWorkRequest{Scope: "sched"}, nil); err != nil {
+				if _, err := d.c.CreateWork(ctx, client.CreateWorkRequest{Scope: scope}, nil); err != nil {
 					errs <- fmt.Errorf("creating Work: %w", err)
 					return
 				}
@@ -343,7 +377,7 @@ func (d *daemon) runSched(ctx context.Context, n, creators int) (*schedResult, e
 	}
 	err = poll(ctx, "every Work finished", 10*time.Minute, func() (bool, error) {
 		for _, st := range []string{api.WorkReady, api.WorkRunning, api.WorkWaiting} {
-			l, err := d.c.ListWork(ctx, client.WorkFilter{Scope: "sched", State: st, Page: client.Page{Limit: 1}})
+			l, err := d.c.ListWork(ctx, client.WorkFilter{Scope: scope, State: st, Page: client.Page{Limit: 1}})
 			if err != nil {
 				return false, err
 			}
@@ -362,12 +396,12 @@ func (d *daemon) runSched(ctx context.Context, n, creators int) (*schedResult, e
 		return nil, err
 	}
 	for _, st := range []string{api.WorkFailed, api.WorkCancelled} {
-		l, err := d.c.ListWork(ctx, client.WorkFilter{Scope: "sched", State: st, Page: client.Page{Limit: 1}})
+		l, err := d.c.ListWork(ctx, client.WorkFilter{Scope: scope, State: st, Page: client.Page{Limit: 1}})
 		if err != nil {
 			return nil, err
 		}
 		if len(l.Items) > 0 {
-			return nil, fmt.Errorf("a Work of shell true ended %s; the daemon's log is %s", st, d.logPath)
+			return nil, fmt.Errorf("a Work of scope %s ended %s; the daemon's log is %s", scope, st, d.logPath)
 		}
 	}
 	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0}, nil
@@ -397,7 +431,7 @@ func (d *daemon) countFsyncs(ctx context.Context, n, creators int) (calls int, o
 		cmd.Wait()
 		return 0, true, err
 	}
-	_, runErr := d.runSched(ctx, n, creators)
+	_, runErr := d.runSched(ctx, schedShell, n, creators)
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil && runErr == nil {
 		var ee *exec.ExitError

@@ -46,9 +46,17 @@ type options struct {
 	riverCooldown, riverPoll time.Duration
 	keep                     bool
 	postgres, pgDurable      bool
+	profile                  string
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == noopServeArg {
+		if err := noopServe(); err != nil {
+			fmt.Fprintln(os.Stderr, "peerbench no-op package:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) == 4 && os.Args[1] == floorServeArg {
 		if err := floorServe(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "peerbench floor server:", err)
@@ -73,6 +81,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, daemon logs)")
 	flag.BoolVar(&o.postgres, "postgres", false, "run the PostgreSQL peer benchmark instead: one and two daemons and River on one throwaway cluster (uses -rounds, -clients, -work and River's fetch settings)")
 	flag.BoolVar(&o.pgDurable, "pg-durable", true, "with -postgres: run the cluster with fsync and synchronous_commit on (false: off, as the tests' clusters)")
+	flag.StringVar(&o.profile, "cpu-profile", "", "write each round's daemon CPU profile into this directory (the daemon's hidden --cpu-profile)")
 	flag.Parse()
 	if o.rounds < 3 || o.rounds > 10 {
 		fmt.Fprintln(os.Stderr, "peerbench: -rounds must be 3 to 10")
@@ -101,7 +110,9 @@ func main() {
 type round struct {
 	floor *floorResult
 	emit  *emitResult
-	sched *schedResult
+	sched *schedResult // through the daemon, shell true
+	noop  *schedResult // through the daemon, the no-op package
+	inner *schedResult // in process, a no-op executor
 	river *schedResult
 }
 
@@ -150,20 +161,35 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		d, err := startDaemon(ctx, bin, pd, o.clients)
+		d, err := startDaemon(ctx, bin, pd, o.clients, profilePath(o.profile, i, "daemon"))
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i+1, err)
 		}
 		r.emit, err = d.runEmit(ctx, o.clients, o.emits)
 		if err == nil {
 			progress(fmt.Sprintf("round %d emit: %.0f calls/s, p50 %s", i+1, r.emit.throughput, ms(p50(r.emit.latencies))))
-			r.sched, err = d.runSched(ctx, o.work, o.clients)
+			r.sched, err = d.runSched(ctx, schedShell, o.work, o.clients)
+		}
+		if err == nil {
+			progress(fmt.Sprintf("round %d daemon scheduling, shell true: %.1f Work/s", i+1, r.sched.perSec))
+			if err = d.installNoop(ctx, o.clients); err == nil {
+				r.noop, err = d.runSched(ctx, schedNoop, o.work, o.clients)
+			}
 		}
 		d.stop()
 		if err != nil {
 			return fmt.Errorf("round %d, project (daemon log %s): %w", i+1, d.logPath, err)
 		}
-		progress(fmt.Sprintf("round %d daemon scheduling: %.1f Work/s", i+1, r.sched.perSec))
+		progress(fmt.Sprintf("round %d daemon scheduling, no-op package: %.1f Work/s", i+1, r.noop.perSec))
+
+		id, err := dir("i")
+		if err != nil {
+			return err
+		}
+		if r.inner, err = runInProcess(ctx, id, o.work, o.clients, profilePath(o.profile, i, "inproc")); err != nil {
+			return fmt.Errorf("round %d, in process: %w", i+1, err)
+		}
+		progress(fmt.Sprintf("round %d in-process scheduling: %.1f Work/s", i+1, r.inner.perSec))
 
 		rd, err := dir("r")
 		if err != nil {
@@ -176,7 +202,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		progress(fmt.Sprintf("round %d River: %.1f jobs/s", i+1, r.river.perSec))
 		rounds = append(rounds, r)
 		if !o.keep {
-			for _, p := range []string{fd, pd, rd} {
+			for _, p := range []string{fd, pd, id, rd} {
 				os.RemoveAll(p)
 			}
 		}
@@ -184,7 +210,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 	fsyncs, fsyncOK := 0.0, false
 	if o.fsyncWork > 0 {
-		d, err := startDaemon(ctx, bin, filepath.Join(tmp, "fs"), o.clients)
+		d, err := startDaemon(ctx, bin, filepath.Join(tmp, "fs"), o.clients, "")
 		if err != nil {
 			return err
 		}
@@ -204,7 +230,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 	var ev *eventsResult
 	if len(o.eventSizes) > 0 {
-		d, err := startDaemon(ctx, bin, filepath.Join(tmp, "ev"), o.clients)
+		d, err := startDaemon(ctx, bin, filepath.Join(tmp, "ev"), o.clients, "")
 		if err != nil {
 			return err
 		}
@@ -246,6 +272,12 @@ func report(w io.Writer, o options, rs []round, fsyncs float64, fsyncOK bool, ev
 		return (float64(r.emit.serverCPU) / float64(r.emit.calls)) / (float64(r.floor.serverCPU) / float64(r.floor.requests))
 	})
 	schedRatio := perRound(rs, func(r round) float64 { return r.sched.perSec / r.river.perSec })
+	noop := perRound(rs, func(r round) float64 { return r.noop.perSec })
+	noopCPU := perRound(rs, func(r round) float64 { return msf(r.noop.cpu) / float64(r.noop.n) })
+	noopRatio := perRound(rs, func(r round) float64 { return r.noop.perSec / r.river.perSec })
+	inner := perRound(rs, func(r round) float64 { return r.inner.perSec })
+	innerCPU := perRound(rs, func(r round) float64 { return msf(r.inner.cpu) / float64(r.inner.n) })
+	innerRatio := perRound(rs, func(r round) float64 { return r.inner.perSec / r.river.perSec })
 	threadsPer := perRound(rs, func(r round) float64 {
 		return float64(r.emit.threadsN-r.emit.threads0) / float64(o.clients)
 	})
@@ -259,15 +291,17 @@ func report(w io.Writer, o options, rs []round, fsyncs float64, fsyncOK bool, ev
 	fmt.Fprintln(w, "|---|---|---|---|")
 	fmt.Fprintf(w, "| toolbelt `emit`, %d executions on their own sockets, throughput ÷ the naive floor | %.0f calls/s vs %.0f req/s | %.2f | ≥ 2 |\n", o.clients, emitThr, floorThr, thrRatio)
 	fmt.Fprintf(w, "| `emit` p50 ÷ the floor's p50 | %.2f ms vs %.2f ms | %.2f | ≤ 1.3 |\n", emitP50, floorP50, p50Ratio)
-	fmt.Fprintf(w, "| scheduling through the daemon (shell `true`), Work/s ÷ River jobs/s | %.1f vs %.1f | %.2f | ≥ 2 |\n", sched, river, schedRatio)
-	fmt.Fprintln(w, "| scheduling in process ÷ River | not measured: the scheduler is internal to the main module and no public package composes it | | ≥ 2 |")
+	fmt.Fprintf(w, "| scheduling through the daemon (no-op package executor), Work/s ÷ River jobs/s | %.1f vs %.1f | %.2f | ≥ 2 |\n", noop, river, noopRatio)
+	fmt.Fprintf(w, "| scheduling in process (store, kernel and scheduler, a no-op executor), Work/s ÷ River jobs/s | %.1f vs %.1f | %.2f | ≥ 2 |\n", inner, river, innerRatio)
+	fmt.Fprintf(w, "| scheduling through the daemon (shell `true`), Work/s ÷ River jobs/s | %.1f vs %.1f | %.2f | |\n", sched, river, schedRatio)
 	if fsyncOK {
 		fmt.Fprintf(w, "| fsyncs per Work through the daemon (shell `true`), daemon and its children | %.1f (%d Work under strace) | | ≤ 4 |\n", fsyncs, o.fsyncWork)
 	} else {
 		fmt.Fprintln(w, "| fsyncs per Work through the daemon | not measured: strace is not installed | | ≤ 4 |")
 	}
 	fmt.Fprintf(w, "| server CPU per emit (daemon utime+stime ÷ emits) | %.3f ms vs the floor's %.3f ms | %.1f× | ≤ 0.25 ms |\n", emitCPU, floorCPU, cpuRatio)
-	fmt.Fprintf(w, "| daemon CPU per Work (scheduling round) | %.2f ms | | |\n", schedCPU)
+	fmt.Fprintf(w, "| daemon CPU per Work (scheduling round): no-op package / shell `true` | %.2f / %.2f ms | | |\n", noopCPU, schedCPU)
+	fmt.Fprintf(w, "| process CPU per Work in process (store, kernel, scheduler and the creators) | %.2f ms | | |\n", innerCPU)
 	fmt.Fprintf(w, "| daemon threads per live execution | %.0f threads idle, %.0f with %d sleeping executions | %.2f per execution | O(1) |\n", threads0, threadsN, o.clients, threadsPer)
 	if ev != nil {
 		for _, p := range ev.pages {
@@ -276,9 +310,9 @@ func report(w io.Writer, o options, rs []round, fsyncs float64, fsyncOK bool, ev
 		}
 		fmt.Fprintf(w, "\nSeeding: %d events through `POST /v1/events` (%d at once) took %s, %.0f events/s.\n", ev.seeded, o.seeders, ev.seedTime.Round(time.Second), ev.seedPerSec)
 	}
-	fmt.Fprintln(w, "\nPer round (floor req/s, emit calls/s, daemon Work/s, River jobs/s):")
+	fmt.Fprintln(w, "\nPer round (floor req/s, emit calls/s, daemon Work/s shell, daemon Work/s no-op, in-process Work/s, River jobs/s):")
 	fmt.Fprintln(w)
 	for i, r := range rs {
-		fmt.Fprintf(w, "- round %d: %.0f, %.0f, %.1f, %.1f\n", i+1, r.floor.throughput, r.emit.throughput, r.sched.perSec, r.river.perSec)
+		fmt.Fprintf(w, "- round %d: %.0f, %.0f, %.1f, %.1f, %.1f, %.1f\n", i+1, r.floor.throughput, r.emit.throughput, r.sched.perSec, r.noop.perSec, r.inner.perSec, r.river.perSec)
 	}
 }

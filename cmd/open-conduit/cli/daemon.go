@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +32,7 @@ var runDaemon = daemon.Run
 // newDaemonCmd is `open-conduit daemon`: the daemon itself, in the
 // foreground, until SIGINT or SIGTERM.
 func newDaemonCmd(s Streams) *cobra.Command {
-	var state, logFormat, logLevel, metricsAddr, store, storePassword string
+	var state, logFormat, logLevel, metricsAddr, store, storePassword, cpuProfile string
 	var metricsRemote bool
 	cmd := &cobra.Command{
 		Use:   "daemon [--state DIR] [--log-level LEVEL] [--log-format text|json] [--metrics-address HOST:PORT]",
@@ -96,6 +98,13 @@ Examples:
 			}
 			os.Unsetenv(EnvStore)
 			os.Unsetenv(EnvStorePassword)
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return failf("%v", err)
+				}
+				defer stop()
+			}
 			err := runDaemon(cmd.Context(), daemon.Options{
 				StateDir: state, LogFormat: logFormat, LogLevel: logLevel, Stderr: s.Err, NotifySocket: notify,
 				MetricsAddress: metricsAddr, MetricsAllowRemote: metricsRemote,
@@ -115,5 +124,27 @@ Examples:
 	f.BoolVar(&metricsRemote, "metrics-allow-remote", false, "allow a --metrics-address that is not a loopback address")
 	f.StringVar(&store, "store", "", "keep coordination storage in this PostgreSQL database, a postgres:// URL without a password (default: $"+EnvStore+", else SQLite in the state directory)")
 	f.StringVar(&storePassword, "store-password", "", "the store's password as a secret reference: keyring:, file:, env: or cmd: (default: $"+EnvStorePassword+")")
+	// A developer's tool (docs/performance.md): the daemon's CPU profile,
+	// from its start until it stops, for go tool pprof. Hidden: an operator
+	// never needs it.
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write the daemon's CPU profile to this new file (development)")
+	_ = f.MarkHidden("cpu-profile")
 	return cmd
+}
+
+// startCPUProfile starts the process's CPU profile into a new owner-only
+// file at path; stop ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

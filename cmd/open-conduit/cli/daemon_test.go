@@ -132,3 +132,23 @@ func TestDaemonStoreFlags(t *testing.T) {
 		t.Fatalf("exit %d (%s), options %+v; want the flags over the environment", code, stderr, got)
 	}
 }
+
+// The hidden --cpu-profile writes a CPU profile of the daemon's run, and
+// refuses a file that is already there.
+func TestDaemonCPUProfile(t *testing.T) {
+	fakeDaemon(t, nil)
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	if code, _, stderr := run(t, "daemon", "--state", "/s", "--cpu-profile", path); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the profile: %v, %v; want a non-empty owner-only file", fi, err)
+	}
+	if code, _, stderr := run(t, "daemon", "--state", "/s", "--cpu-profile", path); code != ExitFailed || !strings.Contains(stderr, "--cpu-profile") {
+		t.Fatalf("an existing profile file: exit %d, %q; want 1 naming the flag", code, stderr)
+	}
+	if code, stdout, _ := run(t, "daemon", "--help"); code != ExitOK || strings.Contains(stdout, "cpu-profile") {
+		t.Fatalf("daemon --help shows the hidden flag: %q", stdout)
+	}
+}
