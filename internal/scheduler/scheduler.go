@@ -222,12 +222,6 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	if slots <= 0 {
 		return 0, nil
 	}
-	// More than slots: the Work of a binding at its preparation limit is
-	// passed over, and what follows it must still be reached.
-	cands, err := s.store.ListClaimable(ctx, storage.MaxLimit)
-	if err != nil {
-		return 0, err
-	}
 	var errs []error
 	var plans []*claimPlan
 	// A claim is planned only when its preparation can start at once
@@ -235,24 +229,48 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	planned := map[string]int{}
 	// quick: the bindings this round found quick to prepare.
 	quick := map[string]bool{}
-	for _, w := range cands {
-		if s.stopped(ctx) || len(plans) >= slots {
-			break
-		}
-		key := bindingKey(w.Scope, w.Binding)
-		if room, full := s.prepareRoom(key, len(plans), planned[key], quick[key]); full {
-			break
-		} else if !room {
-			continue
-		}
-		p, err := s.planClaim(ctx, w)
+	// More candidates than slots: the Work of a binding at its
+	// preparation limit is passed over, and what follows it must still be
+	// reached. A few times the slots are listed first (listing, and on
+	// PostgreSQL locking, the whole ready backlog every round was most of
+	// a round's cost), and more, up to storage.MaxLimit, only when those
+	// were passed over with slots left.
+	seen := map[string]bool{}
+	for limit := min(max(4*slots, 64), storage.MaxLimit); ; limit = min(4*limit, storage.MaxLimit) {
+		cands, err := s.store.ListClaimable(ctx, limit)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("claim %s: %w", w.ID, err))
+			errs = append(errs, err)
+			break
 		}
-		if p != nil {
-			plans = append(plans, p)
-			planned[key]++
-			quick[key] = quickPrepare(p.ex, p.b)
+		stop := false
+		for _, w := range cands {
+			if s.stopped(ctx) || len(plans) >= slots {
+				stop = true
+				break
+			}
+			if seen[w.ID] {
+				continue
+			}
+			seen[w.ID] = true
+			key := bindingKey(w.Scope, w.Binding)
+			if room, full := s.prepareRoom(key, len(plans), planned[key], quick[key]); full {
+				stop = true
+				break
+			} else if !room {
+				continue
+			}
+			p, err := s.planClaim(ctx, w)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("claim %s: %w", w.ID, err))
+			}
+			if p != nil {
+				plans = append(plans, p)
+				planned[key]++
+				quick[key] = quickPrepare(p.ex, p.b)
+			}
+		}
+		if stop || len(plans) >= slots || len(cands) < limit || limit >= storage.MaxLimit {
+			break
 		}
 	}
 	started := 0
