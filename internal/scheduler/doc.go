@@ -132,7 +132,8 @@
 // state directory, Options.Node) left (RecoverOrphans). An expired attempt
 // launched on another node cannot be adopted: recovery finishes it lost
 // and holds its Work attempt_lost, and the other node's daemon, finding
-// its lease taken over, stops the process it left (see nodes.go).
+// its lease taken over, stops the process it left, or, when it was down
+// meanwhile, its node's next daemon does at start (see nodes.go).
 //
 // # Duties
 //

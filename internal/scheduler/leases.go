@@ -236,7 +236,9 @@ func (s *Scheduler) RecoverExpired(ctx context.Context) (int, error) {
 }
 
 // RecoverOrphans takes over, at once, every running or stopping attempt
-// of this node held by another owner. The daemon calls it once at start:
+// of this node held by another owner, and stops the processes of this
+// node's attempts that another node recovered as lost meanwhile
+// (stopLostElsewhere). The daemon calls it once at start:
 // it holds the state directory's exclusive lock, so an earlier owner of
 // the same state (the same node) is known to be dead and its attempts
 // need not wait for their leases to expire. Attempts of other nodes (on
@@ -254,7 +256,8 @@ func (s *Scheduler) RecoverOrphans(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.recover(ctx, exes, false)
+	n, err := s.recover(ctx, exes, false)
+	return n, errors.Join(err, s.stopLostElsewhere(ctx))
 }
 
 func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expiredOnly bool) (int, error) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
+	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -91,12 +94,12 @@ func (s *Scheduler) watchDetached(seg *segment) {
 	s.detached[seg.exe.ID] = seg
 }
 
-// checkDetached looks at every detached segment's execution: recovered by
-// this scheduler (the same node adopts its process again) or gone, it is
-// forgotten; taken over by another daemon (on a shared store, another
-// node, which cannot adopt the process and has recovered it as lost),
-// its process is stopped here, since nobody else can; not recovered yet,
-// it is kept.
+// checkDetached looks at every detached segment's execution: not
+// recovered yet, it is kept; taken over by another daemon and ended (on
+// a shared store, another node, which cannot adopt the process and has
+// recovered it as lost), its process is stopped here, since nobody else
+// can; otherwise (recovered by this scheduler, which adopted the process
+// again, or by a daemon that adopted it, or gone) it is forgotten.
 func (s *Scheduler) checkDetached(ctx context.Context) error {
 	s.mu.Lock()
 	segs := make([]*segment, 0, len(s.detached))
@@ -114,7 +117,9 @@ func (s *Scheduler) checkDetached(ctx context.Context) error {
 			continue
 		case cur.Epoch == seg.exe.Epoch:
 			continue // not recovered yet
-		case cur.Owner != s.o.Owner:
+		case cur.Owner != s.o.Owner && !cur.Live():
+			// Taken over and ended without its process: lost by
+			// another node, which could not adopt it.
 			s.stopDetached(seg, cur)
 		}
 		s.mu.Lock()
@@ -130,6 +135,13 @@ func (s *Scheduler) checkDetached(ctx context.Context) error {
 // took over. Its outcome is not this scheduler's to record: the
 // execution's current epoch belongs to the other daemon.
 func (s *Scheduler) stopDetached(seg *segment, cur storage.Execution) {
+	s.o.Logger.Warn("a lost lease was taken over by another daemon; stopping the process left here", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "now_epoch", cur.Epoch, "now_owner", cur.Owner)
+	s.stopLeft(seg)
+}
+
+// stopLeft stops the process of seg, which this scheduler does not
+// observe, on a goroutine of its own.
+func (s *Scheduler) stopLeft(seg *segment) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -137,11 +149,58 @@ func (s *Scheduler) stopDetached(seg *segment, cur storage.Execution) {
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	s.o.Logger.Warn("a lost lease was taken over by another daemon; stopping the process left here", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "now_epoch", cur.Epoch, "now_owner", cur.Owner)
 	go func() {
 		defer s.wg.Done()
 		if err := seg.ex.Stop(s.base, seg.req, s.o.StopGrace); err != nil && s.base.Err() == nil {
 			s.o.Logger.Error("stopping the process of a lost lease failed; stop it by hand", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "dir", seg.req.Dir, "error", err)
 		}
 	}()
+}
+
+// stopLostElsewhere stops, in the background, the process of every
+// attempt this node launched that another node recovered as lost while
+// no daemon of this node ran (a daemon down longer than a lease on a host
+// that stayed up: its processes ran on under their supervisors). Such an
+// attempt finished lost at an epoch past its launch (lostElsewhere never
+// marks a launch; a recovery here always does). A process already gone is
+// left as it is; an execution whose directory is gone is skipped.
+func (s *Scheduler) stopLostElsewhere(ctx context.Context) error {
+	if s.o.Node == "" {
+		return nil
+	}
+	var after *storage.Position
+	for {
+		page, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{
+			States: []storage.ExecutionState{storage.ExecutionFinished}, Results: []storage.ExecutionResult{storage.ResultLost},
+			Nodes: []string{s.o.Node}, Page: storage.Page{Limit: storage.MaxLimit, After: after},
+		})
+		if err != nil {
+			return err
+		}
+		for _, exe := range page {
+			if exe.LaunchedEpoch == 0 || exe.LaunchedEpoch >= exe.Epoch {
+				continue
+			}
+			dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			ex := s.executor(exe.Executor)
+			if ex == nil {
+				s.o.Logger.Warn("an attempt recovered as lost by another node cannot be stopped: its executor is not available here; stop its process by hand", "execution", exe.ID, "executor", exe.Executor, "dir", dir)
+				continue
+			}
+			seg := &segment{exe: exe, ex: ex, req: executor.RunRequest{
+				ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.LaunchedEpoch, Dir: dir, Deadline: exe.Deadline,
+			}}
+			// Most are long gone: their stop finds nothing to do.
+			s.o.Logger.Info("stopping what is left of an attempt another node recovered as lost", "execution", exe.ID, "epoch", exe.LaunchedEpoch)
+			s.stopLeft(seg)
+		}
+		if len(page) < storage.MaxLimit {
+			return nil
+		}
+		last := page[len(page)-1]
+		after = &storage.Position{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
 }

@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
 	"github.com/open-conduit/open-conduit/internal/kernel"
@@ -275,5 +280,109 @@ func TestDutiesRunOnOneHolderAndPassAtExpiry(t *testing.T) {
 	}
 	if n, err := fa.s.FireDue(ctx); err != nil || n != 1 {
 		t.Fatalf("the holder fired %d (%v), want 1", n, err)
+	}
+}
+
+// startShellOnNodeA runs a real shell command on the harness's node
+// nod_a and returns its pid; a failing run kills it at the end.
+func startShellOnNodeA(t *testing.T) (*harness, storage.Work, int) {
+	t.Helper()
+	dir := t.TempDir()
+	fifo, pidFile := filepath.Join(dir, "ready"), filepath.Join(dir, "pid")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(o *scheduler.Options) {
+		withShell(t, fifo)(o)
+		o.Node = "nod_a"
+		cfg, _ := json.Marshal(map[string]any{
+			"command": []string{"sh", "-c", `echo $$ > "$PIDFILE"; echo running > "$READY"; exec sleep 600`},
+			"env":     map[string]string{"READY": fifo, "PIDFILE": pidFile},
+		})
+		bindings := o.Bindings
+		o.Bindings = func(ctx context.Context, q scheduler.BindingQuery) (scheduler.Binding, error) {
+			if q.Binding == "bs" {
+				return scheduler.Binding{Executor: "shell", Config: cfg, Generation: 1}, nil
+			}
+			return bindings(ctx, q)
+		}
+	})
+	w := h.create("bs")
+	h.tick()
+	awaitRunning(t, fifo)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failing run must not leave the command behind.
+	t.Cleanup(func() {
+		if unix.Kill(pid, 0) == nil {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	return h, w, pid
+}
+
+// awaitGone waits until the process is gone (a failure guard, not a
+// timing assertion).
+func awaitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for unix.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) still runs %s", pid, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The same with a real process: once another node recovered the attempt
+// as lost, the first node's heartbeat stops the shell command it left
+// running, so that a retry never runs beside it.
+func TestTakeOverByAnotherNodeStopsTheShellProcessLeftHere(t *testing.T) {
+	h, w, pid := startShellOnNodeA(t)
+	peerB := newPeer(t, h, "daemon-b", "nod_b", nil)
+	h.clock.Advance(31 * time.Second)
+	if n, err := peerB.s.RecoverExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("recovery on the second node: %d, %v", n, err)
+	}
+	if got := h.work(w.ID); got.BlockedReason != kernel.HoldAttemptLost {
+		t.Fatalf("the Work is held %q, want attempt_lost", got.BlockedReason)
+	}
+	if err := unix.Kill(pid, 0); err != nil {
+		t.Fatalf("the command is gone before its node's daemon stopped it: %v", err)
+	}
+	if lost, err := h.s.Heartbeat(context.Background()); err != nil || lost != 1 {
+		t.Fatalf("the first node's heartbeat: %d lost, %v", lost, err)
+	}
+	awaitGone(t, pid, "after its lease was taken over")
+}
+
+// A daemon down longer than a lease, its host up: its command runs on
+// under its supervisor while another node recovers the attempt as lost.
+// When a daemon of the node starts again it adopts nothing of it and
+// stops the command.
+func TestRestartStopsWhatAnotherNodeRecoveredAsLost(t *testing.T) {
+	h, w, pid := startShellOnNodeA(t)
+	h.s.Close() // the first daemon stops; the command runs on
+	peerB := newPeer(t, h, "daemon-b", "nod_b", nil)
+	h.clock.Advance(31 * time.Second)
+	if n, err := peerB.s.RecoverExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("recovery on the second node: %d, %v", n, err)
+	}
+	if err := unix.Kill(pid, 0); err != nil {
+		t.Fatalf("the command is gone before its node's daemon started again: %v", err)
+	}
+	h.restart("daemon-a2")
+	if n, err := h.s.RecoverOrphans(context.Background()); err != nil || n != 0 {
+		t.Fatalf("the restart adopted %d (%v), want nothing", n, err)
+	}
+	awaitGone(t, pid, "after its node's daemon started again")
+	if got := h.work(w.ID); got.BlockedReason != kernel.HoldAttemptLost || got.State != storage.WorkReady {
+		t.Fatalf("the Work: %s held %q, want ready, held attempt_lost", got.State, got.BlockedReason)
 	}
 }
