@@ -68,6 +68,10 @@ const (
 // OwnerPrefix is the prefix of a daemon instance's owner id.
 const OwnerPrefix = "dmn"
 
+// NodePrefix is the prefix of a state directory's node id
+// (statedir.NodeFile), made once and kept across restarts.
+const NodePrefix = "nod"
+
 // Options configure a daemon.
 type Options struct {
 	// StateDir is the state directory (required); the CLI resolves it from
@@ -153,10 +157,12 @@ type Options struct {
 
 // Info describes a serving daemon.
 type Info struct {
-	StateDir   string
-	Socket     string
-	TokenFile  string
-	Owner      string
+	StateDir  string
+	Socket    string
+	TokenFile string
+	Owner     string
+	// Node is the state directory's node id.
+	Node       string
 	Generation int64
 }
 
@@ -168,8 +174,12 @@ type Daemon struct {
 	log   *slog.Logger
 	state string
 	owner string
-	clock clock.Clock
-	host  *toolbelt.Host
+	// node is the state directory's node id; duties are the store-wide
+	// duties this daemon takes under it.
+	node   string
+	duties *scheduler.Duties
+	clock  clock.Clock
+	host   *toolbelt.Host
 
 	// live says where a running attempt writes its log (the log routes);
 	// endStreams ends the log streams still following at shutdown.
@@ -224,6 +234,9 @@ type Daemon struct {
 	// limitsApplied tells the loop that an apply replaced the limits, so
 	// that it re-paces lease renewal.
 	limitsApplied chan struct{}
+	// dutiesHeld is the duties held at the last renewal, joined (a
+	// change is logged).
+	dutiesHeld atomic.Value
 	// ready: start-up adoption and the first round and sweep are done
 	// (the health route says ready from then on).
 	ready atomic.Bool
@@ -437,6 +450,11 @@ func (d *Daemon) build(ctx context.Context) error {
 	gen := ids.NewGenerator(d.clock, d.opts.Entropy)
 	d.ids = gen
 	d.owner = gen.New(OwnerPrefix)
+	node, err := statedir.NodeID(d.state, func() string { return gen.New(NodePrefix) })
+	if err != nil {
+		return err
+	}
+	d.node = node
 	if err := d.registerRelease(); err != nil {
 		return err
 	}
@@ -597,8 +615,11 @@ func (d *Daemon) build(ctx context.Context) error {
 	execs := map[string]executor.Executor{shell.Name: sh, claudecode.Name: cc, codex.Name: cx}
 	secrets := &secretResolver{cfg: d.cfg, resolver: &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}}
 	d.ingress = &ingresses{host: d.host, ctl: d.ctl, cfg: d.cfg, resolver: secrets.resolver, log: d.log.With("component", "ingress"), accepted: d.Wake, delivered: d.metrics.IngressDelivery}
+	// The store-wide duties are the node's: one daemon at a time runs
+	// them on a shared store, and on SQLite this daemon always holds them.
+	d.duties = scheduler.NewDuties(d.raw, d.node, d.clock, d.rt.LeaseMargin())
 	d.sched, err = scheduler.New(scheduler.Options{
-		Store: d.raw, Runtime: d.rt, Owner: d.owner,
+		Store: d.raw, Runtime: d.rt, Owner: d.owner, Node: d.node, Duties: d.duties,
 		Limits:            schedulerLimits(limits),
 		Executors:         execs,
 		MoreExecutors:     d.pkgs.executor,
@@ -621,7 +642,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.live.more = d.pkgs.executor
 	// Detach from every segment before the sockets close and storage goes;
 	// the ingresses stop accepting first.
-	d.closers = append([]func() error{d.ingress.stop, d.sched.Close}, d.closers...)
+	d.closers = append([]func() error{d.ingress.stop, d.sched.Close, d.releaseDuties}, d.closers...)
 
 	// Registered once every part exists; no apply can come before the
 	// management socket serves.
@@ -713,7 +734,7 @@ func (d *Daemon) shutdownHTTP() error {
 func (d *Daemon) Info() Info {
 	return Info{
 		StateDir: d.state, Socket: filepath.Join(d.state, statedir.SocketName),
-		TokenFile: statedir.OwnerTokenPath(d.state), Owner: d.owner, Generation: d.cfg.Active().Generation,
+		TokenFile: statedir.OwnerTokenPath(d.state), Owner: d.owner, Node: d.node, Generation: d.cfg.Active().Generation,
 	}
 }
 

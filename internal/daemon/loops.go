@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor/agentrun"
+	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -34,6 +36,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}()
 	d.serveMetrics()
 	d.notify("STATUS=starting: adopting the attempts of an earlier daemon, first round and sweep")
+	// The duties first: the first round fires timers and recovers
+	// expired leases only under them.
+	d.renewDuties(ctx)
 	if n, err := d.sched.RecoverOrphans(ctx); err != nil {
 		d.log.Error("adopting the attempts of an earlier daemon failed", "adopted", n, "error", err)
 	} else if n > 0 {
@@ -44,7 +49,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.ingress.start(ctx)
 	d.ready.Store(true)
 	info := d.Info()
-	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "generation", info.Generation, "version", d.opts.Version)
+	d.log.Info("daemon ready", "state", info.StateDir, "socket", info.Socket, "owner", info.Owner, "node", info.Node, "generation", info.Generation, "version", d.opts.Version)
 	// The service manager hears READY only now: adoption, the first
 	// round and the first sweep are done, and the management socket (and
 	// every adopted toolbelt socket) serves.
@@ -127,13 +132,38 @@ func (d *Daemon) heartbeatInterval() time.Duration {
 	return max(d.sched.Limits().Lease/3, 100*time.Millisecond)
 }
 
-// heartbeat renews the leases this daemon holds.
+// heartbeat renews the leases this daemon holds, its duties' included.
 func (d *Daemon) heartbeat(ctx context.Context) {
 	if lost, err := d.sched.Heartbeat(ctx); err != nil {
 		d.log.Error("renewing leases failed", "error", err)
 	} else if lost > 0 {
 		d.log.Warn("leases lost", "count", lost)
 	}
+	d.renewDuties(ctx)
+}
+
+// renewDuties takes or renews the store-wide duties for the current lease
+// and logs when the set this daemon holds changes.
+func (d *Daemon) renewDuties(ctx context.Context) {
+	held, err := d.duties.Renew(ctx, d.sched.Limits().Lease)
+	if err != nil && ctx.Err() == nil {
+		d.log.Error("renewing the store-wide duties failed", "error", err)
+	}
+	now := strings.Join(held, ",")
+	if prev, _ := d.dutiesHeld.Swap(now).(string); prev != now {
+		d.log.Info("store-wide duties held", "duties", now)
+	}
+}
+
+// releaseDuties gives up the duties at shutdown, so another daemon of the
+// store takes them at once rather than at their expiry.
+func (d *Daemon) releaseDuties() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := d.duties.Release(ctx); err != nil {
+		d.log.Warn("releasing the store-wide duties failed; they pass to another daemon when they expire", "error", err)
+	}
+	return nil
 }
 
 // tick runs one scheduler round.
@@ -150,6 +180,17 @@ func (d *Daemon) tick(ctx context.Context) {
 // shutting down (ctx ended) is not a failure: the next daemon sweeps
 // again.
 func (d *Daemon) sweep(ctx context.Context) {
+	if d.duties.Held(scheduler.DutySweeps) {
+		d.sweepStore(ctx)
+	}
+	d.sweepRuns(ctx)
+	d.sweepWorkspaces(ctx)
+}
+
+// sweepStore runs the sweeps of store rows (toolbelt records,
+// Idempotency-Key history): a store-wide duty, run by one daemon of the
+// store at a time.
+func (d *Daemon) sweepStore(ctx context.Context) {
 	if res, err := d.tb.SweepToolbelt(ctx); err != nil {
 		d.sweepFailed(ctx, "toolbelt sweep failed", err)
 	} else if res.Tokens+res.Replays+res.Calls > 0 {
@@ -160,8 +201,6 @@ func (d *Daemon) sweep(ctx context.Context) {
 	} else if n > 0 {
 		d.log.Info("idempotency records swept", "records", n)
 	}
-	d.sweepRuns(ctx)
-	d.sweepWorkspaces(ctx)
 }
 
 // sweepWorkspaces removes the agent executors' checkouts of Work that has

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
+	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
 )
@@ -86,5 +87,66 @@ func TestStoreOptionsAreRefusedBeforeTheStateDirectory(t *testing.T) {
 		if _, err := os.Stat(state); !os.IsNotExist(err) {
 			t.Fatalf("the state directory was made before the refusal (%v)", err)
 		}
+	}
+}
+
+// TestSecondDaemonOnTheStoreLeavesTheFirstsAttempt: two daemons, each
+// with a state directory (a node) of its own, on one PostgreSQL store. The
+// second one starting adopts nothing of the first's live attempt (its
+// owner and epoch stay the first's, its process runs on), the store-wide
+// duties have one holder, the first daemon's node, and the attempt ends
+// with the first daemon, its command run once.
+func TestSecondDaemonOnTheStoreLeavesTheFirstsAttempt(t *testing.T) {
+	c := pgtest.Require(t)
+	db, err := c.FreshDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(o *Options) { o.Store = c.URL(db) }
+	stateA, stateB := shortDir(t), shortDir(t)
+	fifo, mark := fifoConfig(t, stateA)
+	cfg, err := os.ReadFile(filepath.Join(stateA, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(stateB, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stateB, ConfigFile), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, stateA, store)
+	w := a.create("t", "job")
+	waitFile(t, mark, "started")
+	exe := a.executions(w.ID)[0]
+	if exe.Node != a.d.Info().Node || exe.Node == "" {
+		t.Fatalf("the execution records node %q, want the first daemon's %q", exe.Node, a.d.Info().Node)
+	}
+
+	b := start(t, stateB, store)
+	if b.d.Info().Node == a.d.Info().Node {
+		t.Fatalf("two state directories share the node id %s", b.d.Info().Node)
+	}
+	if got := b.executions(w.ID); len(got) != 1 || got[0].Owner != a.d.Info().Owner || got[0].Epoch != 1 || got[0].State != storage.ExecutionRunning {
+		t.Fatalf("after the second daemon started: %+v, want the first daemon's attempt at epoch 1, running", got)
+	}
+	for _, name := range scheduler.AllDuties {
+		l, err := b.d.store.GetDutyLease(context.Background(), name)
+		if err != nil || l.Owner != a.d.Info().Node {
+			t.Errorf("duty %s: %+v, %v; want held by the first daemon's node", name, l, err)
+		}
+		if b.d.duties.Held(name) {
+			t.Errorf("the second daemon holds duty %s too", name)
+		}
+	}
+
+	release(t, fifo, "0")
+	w = a.terminal(w.ID)
+	exes := a.executions(w.ID)
+	if w.State != storage.WorkSucceeded || len(exes) != 1 || exes[0].Owner != a.d.Info().Owner || exes[0].Epoch != 1 {
+		t.Fatalf("Work %s, executions %+v: want succeeded by the first daemon at epoch 1", w.State, exes)
+	}
+	if b, _ := os.ReadFile(mark); strings.Count(string(b), "started") != 1 {
+		t.Errorf("the job ran %d times, want once", strings.Count(string(b), "started"))
 	}
 }

@@ -128,7 +128,19 @@
 // Heartbeat neither renews inside it nor keeps observing: it detaches and
 // leaves the attempt to recovery. Owner liveness is decided by lease expiry
 // alone; at start the daemon, which holds the state directory's exclusive
-// lock, adopts at once every attempt a previous owner left (RecoverOrphans).
+// lock, adopts at once every attempt a previous owner of its node (the
+// state directory, Options.Node) left (RecoverOrphans). An expired attempt
+// launched on another node cannot be adopted: recovery finishes it lost
+// and holds its Work attempt_lost, and the other node's daemon, finding
+// its lease taken over, stops the process it left, or, when it was down
+// meanwhile, its node's next daemon does at start (see nodes.go).
+//
+// # Duties
+//
+// On a store several daemons share, FireDue and RecoverExpired run only
+// while Options.Duties says this daemon holds their duty (DutyTimers,
+// DutyRecovery); Duties takes and renews those leases, as the node, with
+// the daemon's heartbeat.
 //
 // # Preparing a claim
 //

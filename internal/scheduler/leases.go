@@ -58,12 +58,16 @@ func (s *Scheduler) Heartbeat(ctx context.Context) (int, error) {
 		case errors.Is(err, storage.ErrFenced), errors.Is(err, storage.ErrNotFound):
 			lost++
 			s.detach(seg)
+			s.watchDetached(seg)
 			s.o.Logger.Warn("lease lost; observation detached", "execution", seg.exe.ID, "epoch", seg.exe.Epoch)
 		case err != nil:
 			errs = append(errs, err)
 		case exe.State == storage.ExecutionStopping:
 			s.requestStop(seg)
 		}
+	}
+	if err := s.checkDetached(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return lost, errors.Join(errs...)
 }
@@ -176,6 +180,7 @@ func (s *Scheduler) stopFailed(seg *segment, err error) {
 	}
 	s.o.Logger.Error("stop failed; the attempt is left to recovery", "execution", seg.exe.ID, "epoch", seg.exe.Epoch, "attempts", n, "error", err)
 	s.detach(seg)
+	s.watchDetached(seg)
 }
 
 // StopFenced stops the processes of observed attempts that were fenced by
@@ -213,8 +218,14 @@ func (s *Scheduler) stopPreparing(executionID string) {
 // anyone, this daemon included) with a new epoch, and Recovers it: a
 // running one re-attaches to its segment (same Dir), a stopping one is
 // stopped. Owner liveness is decided by lease expiry alone. Attempts of a
-// held Work are left until a retry.
+// held Work are left until a retry. An attempt another node launched
+// cannot be adopted here (its process, if any, is on that node): it is
+// recovered as lost (lostElsewhere). It runs only while this daemon holds
+// DutyRecovery.
 func (s *Scheduler) RecoverExpired(ctx context.Context) (int, error) {
+	if !s.holds(DutyRecovery) {
+		return 0, nil
+	}
 	exes, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{
 		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping}, LeaseExpiredBy: s.now(), Page: storage.Page{Limit: storage.MaxLimit},
 	})
@@ -225,18 +236,28 @@ func (s *Scheduler) RecoverExpired(ctx context.Context) (int, error) {
 }
 
 // RecoverOrphans takes over, at once, every running or stopping attempt
-// held by another owner. The daemon calls it once at start: it holds the
-// state directory's exclusive lock, so an earlier owner of the same state
-// is known to be dead and its attempts need not wait for their leases to
-// expire.
+// of this node held by another owner, and stops the processes of this
+// node's attempts that another node recovered as lost meanwhile
+// (stopLostElsewhere). The daemon calls it once at start:
+// it holds the state directory's exclusive lock, so an earlier owner of
+// the same state (the same node) is known to be dead and its attempts
+// need not wait for their leases to expire. Attempts of other nodes (on
+// a shared store, other daemons' live attempts) are left to their owners,
+// or to RecoverExpired once their leases expire; an attempt without a
+// node (written before nodes were recorded) counts as this node's.
 func (s *Scheduler) RecoverOrphans(ctx context.Context) (int, error) {
+	var nodes []string
+	if s.o.Node != "" {
+		nodes = []string{s.o.Node, ""}
+	}
 	exes, err := s.store.ListExecutions(ctx, &storage.ListExecutionsParams{
-		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping}, NotOwner: s.o.Owner, Page: storage.Page{Limit: storage.MaxLimit},
+		States: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping}, NotOwner: s.o.Owner, Nodes: nodes, Page: storage.Page{Limit: storage.MaxLimit},
 	})
 	if err != nil {
 		return 0, err
 	}
-	return s.recover(ctx, exes, false)
+	n, err := s.recover(ctx, exes, false)
+	return n, errors.Join(err, s.stopLostElsewhere(ctx))
 }
 
 func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expiredOnly bool) (int, error) {
@@ -255,6 +276,15 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		// a system hold lets recovery adopt it again), except under an
 		// operator's hold, which lets a running attempt go on.
 		if old.State == storage.ExecutionRunning && w.Held() && w.BlockedReason != kernel.HoldOperator {
+			continue
+		}
+		if s.elsewhere(old) && old.Launched() {
+			switch err := s.lostElsewhere(ctx, old, expiredOnly); {
+			case err == nil:
+				n++
+			case !errors.Is(err, storage.ErrFenced):
+				errs = append(errs, err)
+			}
 			continue
 		}
 		now := s.now()
@@ -431,8 +461,12 @@ func (s *Scheduler) abandonStop(ctx context.Context, exe storage.Execution) erro
 }
 
 // FireDue fires the timers due by now: a wait's timeout makes its Work
-// ready with a core.wait.timed_out input. It returns how many fired.
+// ready with a core.wait.timed_out input. It returns how many fired. It
+// runs only while this daemon holds DutyTimers.
 func (s *Scheduler) FireDue(ctx context.Context) (int, error) {
+	if !s.holds(DutyTimers) {
+		return 0, nil
+	}
 	now := s.now()
 	due, err := s.store.ListDueTimers(ctx, now, storage.MaxLimit)
 	if err != nil {

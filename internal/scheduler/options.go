@@ -138,6 +138,17 @@ type Options struct {
 	IDs   *ids.Generator
 	// Owner is this daemon instance's id; every lease it takes names it.
 	Owner string
+	// Node is the state directory's stable id (statedir.NodeID): every
+	// execution this scheduler claims records it, RecoverOrphans takes
+	// over only its own node's attempts, and an expired attempt of
+	// another node is recovered as lost, since its process cannot be
+	// adopted here. "" treats every execution as this node's (one
+	// daemon on its own store).
+	Node string
+	// Duties, when set, says whether this daemon holds each store-wide
+	// duty now: FireDue runs only under DutyTimers and RecoverExpired
+	// only under DutyRecovery. Nil runs both (one daemon on its store).
+	Duties DutyGate
 	// Limits are the limits at start (zero fields take the defaults);
 	// SetLimits replaces them later.
 	Limits Limits

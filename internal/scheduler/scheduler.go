@@ -53,6 +53,9 @@ type Scheduler struct {
 	preparing map[string]*preparation
 	// prepared is closed (and replaced) whenever a preparation ends.
 	prepared chan struct{}
+	// detached are the segments whose lease this scheduler lost, watched
+	// until another daemon takes them over (see watchDetached).
+	detached map[string]*segment
 }
 
 // Preparation bounds: at most PrepareWorkers claims are prepared at once,
@@ -434,7 +437,7 @@ func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) 
 		kind = kindResume
 		p.exe, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{
 			ID: live.ID, FromEpoch: live.Epoch, FromStates: []storage.ExecutionState{storage.ExecutionParked},
-			State: storage.ExecutionRunning, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease),
+			State: storage.ExecutionRunning, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease),
 			Deadline: &deadline, InputWatermark: &w.InputCount, Now: now,
 		})
 	} else {
@@ -454,7 +457,7 @@ func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) 
 		}
 		p.exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
 			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
-			Generation: p.b.Generation, Owner: s.o.Owner, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
+			Generation: p.b.Generation, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
 			InputWatermark: w.InputCount, CreatedAt: now,
 		})
 	}

@@ -2,7 +2,8 @@
 // owner-only and refusing an unsafe one, its exclusive lock (whoever holds
 // it owns the directory's sockets and the owner's token file), opening the
 // management socket under that lock, and reading and writing token files
-// (<state>/private/operator.token).
+// (<state>/private/operator.token), and the node id the directory keeps
+// (<state>/node-id).
 //
 // It knows nothing of HTTP, storage or credentials' meaning. It must never
 // loosen a mode (every directory it makes is 0700, every file and socket

@@ -178,6 +178,9 @@ type ListExecutionsParams struct {
 	Owner       string
 	// NotOwner excludes executions held by this owner.
 	NotOwner string
+	// Nodes, when non-empty, selects executions whose node is one of
+	// these ("" selects those without a node).
+	Nodes []string
 	// LeaseExpiredBy selects executions whose lease expired at or before
 	// it (non-zero).
 	LeaseExpiredBy time.Time
@@ -186,13 +189,15 @@ type ListExecutionsParams struct {
 
 // InsertExecutionParams is a new execution at epoch 1, running.
 type InsertExecutionParams struct {
-	ID             string
-	Work           string
-	Scope          string
-	Binding        string
-	Executor       string
-	Generation     int64
-	Owner          string
+	ID         string
+	Work       string
+	Scope      string
+	Binding    string
+	Executor   string
+	Generation int64
+	Owner      string
+	// Node is the node of the daemon that claims it.
+	Node           string
 	LeaseExpiresAt time.Time
 	Deadline       time.Time
 	InputWatermark int64
@@ -208,8 +213,11 @@ type AdvanceEpochParams struct {
 	ExpiredBy time.Time
 	// State is the state after the advance (running, or stopping when a
 	// stopping execution is adopted).
-	State          ExecutionState
-	Owner          string
+	State ExecutionState
+	Owner string
+	// Node, when non-empty, is the execution's node after the advance
+	// (the claimer's, for a segment it launches); "" keeps it.
+	Node           string
 	LeaseExpiresAt time.Time
 	// Deadline and InputWatermark are changed when non-nil.
 	Deadline       *time.Time

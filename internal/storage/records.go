@@ -165,8 +165,14 @@ type Execution struct {
 	Generation int64
 	// Epoch starts at 1 and grows with every claim of a parked execution,
 	// recovery and adoption. Only the current epoch may act.
-	Epoch          int64
-	Owner          string
+	Epoch int64
+	Owner string
+	// Node is the node (the state directory's stable id) whose daemon
+	// launched the current segment, where its process runs; "" for an
+	// execution written before nodes were recorded, which every daemon
+	// treats as its own node's. Only a daemon of the same node can adopt
+	// the segment's process.
+	Node           string
 	LeaseExpiresAt time.Time
 	Deadline       time.Time
 	State          ExecutionState

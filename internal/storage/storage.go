@@ -65,6 +65,7 @@ type Reader interface {
 	ManagementReader
 	ApprovalReader
 	EgressReader
+	DutyReader
 	GetEvent(ctx context.Context, id string) (Event, error)
 	GetEventBySeq(ctx context.Context, seq int64) (Event, error)
 	GetEventByDelivery(ctx context.Context, source, deliveryID string) (Event, error)
@@ -124,6 +125,7 @@ type Tx interface {
 	ManagementTx
 	ApprovalTx
 	EgressTx
+	DutyTx
 	Reader
 
 	// InsertEvent appends an event. The engine assigns Seq: the next

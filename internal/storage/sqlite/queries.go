@@ -398,7 +398,7 @@ func (q queries) ListInputs(ctx context.Context, p *storage.ListInputsParams) ([
 
 // ---- executions ----
 
-const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, session, ` +
+const execCols = `id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, result, message, exit_code, launched_epoch, session, node, ` +
 	`usage_input_tokens, usage_output_tokens, usage_cache_read_tokens, usage_cache_creation_tokens, usage_cost_usd, usage_turns, revision, created_at, updated_at`
 
 func scanExecution(r scanner) (storage.Execution, error) {
@@ -408,7 +408,7 @@ func scanExecution(r scanner) (storage.Execution, error) {
 	var in, out, cacheRead, cacheCreation, turns sql.NullInt64
 	var cost sql.NullFloat64
 	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
-		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Session,
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Session, &e.Node,
 		&in, &out, &cacheRead, &cacheCreation, &cost, &turns, &e.Revision, &created, &updated)
 	if exit.Valid {
 		code := int(exit.Int64)
@@ -444,6 +444,7 @@ func (q queries) ListExecutions(ctx context.Context, p *storage.ListExecutionsPa
 	if p.NotOwner != "" {
 		w.add("owner <> ?", p.NotOwner)
 	}
+	w.in("node", p.Nodes)
 	if !p.LeaseExpiredBy.IsZero() {
 		w.add("lease_expires_at <= ?", ts(p.LeaseExpiredBy))
 	}

@@ -242,9 +242,9 @@ func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionPara
 	} else if live {
 		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
 	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, 'running', ?, ?, ?)`,
-		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
+	_, err := t.q.ExecContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
 		ts(p.CreatedAt), ts(p.CreatedAt))
 	if err != nil {
 		return storage.Execution{}, writeErr(err, "insert execution")
@@ -266,6 +266,9 @@ func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (s
 	}
 	if p.InputWatermark != nil {
 		set, args = append(set, "input_watermark = ?"), append(args, *p.InputWatermark)
+	}
+	if p.Node != "" {
+		set, args = append(set, "node = ?"), append(args, p.Node)
 	}
 	var w where
 	w.add("id = ?", p.ID)

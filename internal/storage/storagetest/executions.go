@@ -287,6 +287,7 @@ func executionCases() []Case {
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
 		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
 		{Name: "execution_session_usage_survives_reopen", Run: executionSessionUsageSurvivesReopen, Control: forgetsSessionUsageOnReopen},
+		{Name: "execution_node", Run: plain(executionNode), Control: nodeFilterIgnored},
 	}
 }
 
@@ -620,4 +621,62 @@ func executionSessionUsageSurvivesReopen(ctx context.Context, env *Env) error {
 	return first(err,
 		want(got.Session == session && same(got.Usage, usage), "after a reopen: session %q usage %+v, want %q %+v", got.Session, got.Usage, session, usage),
 		want(same(got, before), "execution after a reopen = %+v, want %+v", got, before))
+}
+
+// executionNode: an execution records the node its claimer named, an
+// epoch advance naming a node moves it there and one naming none keeps
+// it, and the list selects by node ("" for executions without one).
+func executionNode(ctx context.Context, s storage.Store) error {
+	if _, err := SeedExecution(ctx, s, "wrk_old", "exe_old"); err != nil {
+		return err
+	}
+	running := []storage.ExecutionState{storage.ExecutionRunning}
+	for i, n := range []string{"nod_a", "nod_b"} {
+		w := fmt.Sprintf("wrk_%d", i)
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+		err := s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := tx.InsertExecution(ctx, &storage.InsertExecutionParams{ID: fmt.Sprintf("exe_%d", i), Work: w, Scope: "s1", Binding: "b1", Executor: "x",
+				Generation: 1, Owner: "owner-" + n, Node: n, LeaseExpiresAt: at(30), Deadline: at(600), CreatedAt: at(i + 1)})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var kept, moved storage.Execution
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		if kept, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: "exe_0", FromEpoch: 1, FromStates: running, Owner: "owner-c", LeaseExpiresAt: at(90), Now: at(31)}); err != nil {
+			return err
+		}
+		moved, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: "exe_1", FromEpoch: 1, FromStates: running, Owner: "owner-c", Node: "nod_c", LeaseExpiresAt: at(90), Now: at(31)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	old, err := s.GetExecution(ctx, "exe_old")
+	if err != nil {
+		return err
+	}
+	ids := func(e storage.Execution) string { return e.ID }
+	onA, err := s.ListExecutions(ctx, &storage.ListExecutionsParams{Nodes: []string{"nod_a", ""}})
+	if err != nil {
+		return err
+	}
+	onC, err := s.ListExecutions(ctx, &storage.ListExecutionsParams{Nodes: []string{"nod_c"}, States: running})
+	if err != nil {
+		return err
+	}
+	all, err := s.ListExecutions(ctx, &storage.ListExecutionsParams{})
+	return first(err,
+		want(old.Node == "", "an execution inserted without a node has node %q", old.Node),
+		want(kept.Node == "nod_a" && kept.Epoch == 2, "an advance naming no node: node %q epoch %d, want nod_a at 2", kept.Node, kept.Epoch),
+		want(moved.Node == "nod_c" && moved.Epoch == 2, "an advance naming nod_c: node %q epoch %d, want nod_c at 2", moved.Node, moved.Epoch),
+		want(list(onA, ids) == "[exe_old exe_0]", "executions of nod_a or none = %s, want [exe_old exe_0]", list(onA, ids)),
+		want(list(onC, ids) == "[exe_1]", "executions of nod_c = %s, want [exe_1]", list(onC, ids)),
+		want(len(all) == 3, "no node filter lists %d executions, want 3", len(all)),
+	)
 }

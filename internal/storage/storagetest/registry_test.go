@@ -32,7 +32,7 @@ func TestEveryCaseNamesAControl(t *testing.T) {
 		seen[c.Name] = true
 		areas[c.Area]++
 	}
-	for _, a := range []string{"events", "work", "executions", "waits", "tokens", "replay", "calls", "operators", "idempotency", "generations", "cursorkey", "artifacts", "approvals", "egress"} {
+	for _, a := range []string{"events", "work", "executions", "waits", "tokens", "replay", "calls", "operators", "idempotency", "generations", "cursorkey", "artifacts", "approvals", "egress", "duties"} {
 		if areas[a] == 0 {
 			t.Errorf("area %s has no case", a)
 		}

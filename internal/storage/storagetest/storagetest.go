@@ -4,7 +4,7 @@
 // the toolbelt's tokens, request records and call records; the management
 // API's credentials, idempotency records, configuration generations, scope
 // records and cursor key; artifacts' metadata; and the human extension's
-// approvals), written once and run
+// approvals; the duty leases of several daemons), written once and run
 // against every engine (SQLite and PostgreSQL) so that they keep the
 // same rules.
 //
@@ -132,6 +132,7 @@ func Cases() []Case {
 		{"artifacts", artifactCases()},
 		{"approvals", approvalCases()},
 		{"egress", egressCases()},
+		{"duties", dutyCases()},
 	} {
 		for _, c := range a.cases {
 			c.Area = a.name
