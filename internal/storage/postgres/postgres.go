@@ -76,6 +76,12 @@ type Options struct {
 	// OnCommit, when set, is told how long each successful commit of a
 	// write transaction took.
 	OnCommit func(time.Duration)
+	// After is the timer of the watcher's reconnection backoff (Watch);
+	// time.After when nil.
+	After func(time.Duration) <-chan time.Time
+	// OnListen, when set, is told each time the watcher's connection is
+	// established (nil) or lost (why, without the connection string).
+	OnListen func(error)
 }
 
 // Store is storage.Store on PostgreSQL.
@@ -87,6 +93,11 @@ type Store struct {
 	clock  clock.Clock
 	commit func(time.Duration)
 	schema string
+	// listen is the configuration of the watchers' own connections
+	// (outside the pool); after and onListen are Options'.
+	listen   *pgx.ConnConfig
+	after    func(time.Duration) <-chan time.Time
+	onListen func(error)
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -133,7 +144,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s", connFailure(err))
 	}
-	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema}
+	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema,
+		listen: cfg.ConnConfig.Copy(), after: opts.After, onListen: opts.OnListen}
+	if s.after == nil {
+		s.after = time.After
+	}
 	s.queries = queries{q: querier{pool}}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
