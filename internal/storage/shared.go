@@ -15,6 +15,11 @@ const (
 	// (InsertGeneration), so every path that changes the active generation
 	// announces it, and only once it committed.
 	TopicConfig Topic = "config"
+	// TopicTokens: an execution token was revoked through a daemon other
+	// than the one serving its execution, whose cache of live tokens must
+	// let it go. The revoking daemon announces it after the revocation
+	// committed (Notify).
+	TopicTokens Topic = "tokens"
 )
 
 // Watcher is implemented by a store several daemons share (PostgreSQL)
