@@ -413,16 +413,9 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 // openPostgres opens the PostgreSQL store Options.Store names, its
 // password resolved from Options.StorePassword.
 func (d *Daemon) openPostgres(ctx context.Context) error {
-	var password string
-	if d.opts.StorePassword != "" {
-		ref, err := config.ParseSecretRef(d.opts.StorePassword)
-		if err != nil {
-			return fmt.Errorf("the store password: %w", err)
-		}
-		r := &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}
-		if password, err = r.ResolveRef(ctx, ref); err != nil {
-			return fmt.Errorf("cannot resolve the store password %s: %w", ref, err)
-		}
+	password, err := storePassword(ctx, d.opts.StorePassword, d.state, d.opts.Keyring, d.opts.Executable)
+	if err != nil {
+		return err
 	}
 	store, err := postgres.Open(ctx, postgres.Options{ConnString: d.opts.Store, Password: password, Clock: d.clock, OnCommit: d.metrics.Commit, OnListen: d.onListen})
 	if err != nil {
@@ -750,19 +743,6 @@ func (d *Daemon) Close() error {
 		}
 	})
 	return errors.Join(errs...)
-}
-
-// OpenCredentials opens the operator credentials kept in a state
-// directory's coordination storage, for `open-conduit auth recover`, which
-// runs with the daemon stopped and the lock held by the caller. The closer
-// closes storage. It is an entry point like Run: it takes the system's
-// clock.
-func OpenCredentials(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error) {
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile), Clock: clock.System{}})
-	if err != nil {
-		return nil, nil, err
-	}
-	return management.StoreCredentials(store), store, nil
 }
 
 // ingressSamples adapts the host's ingress samples to the management

@@ -117,3 +117,23 @@ Examples:
 	f.StringVar(&storePassword, "store-password", "", "the store's password as a secret reference: keyring:, file:, env: or cmd: (default: $"+EnvStorePassword+")")
 	return cmd
 }
+
+// storeFlags adds --store and --store-password to a tool that opens the
+// daemon's coordination storage on the host (auth recover, doctor).
+func storeFlags(cmd *cobra.Command, store, storePassword *string) {
+	f := cmd.Flags()
+	f.StringVar(store, "store", "", "the daemon's PostgreSQL store, a postgres:// URL without a password (default: $"+EnvStore+", else SQLite in the state directory)")
+	f.StringVar(storePassword, "store-password", "", "the store's password as a secret reference: keyring:, file:, env: or cmd: (default: $"+EnvStorePassword+")")
+}
+
+// storeOptions is the store a host tool opens: the flags, else their
+// environment variables.
+func storeOptions(state, store, storePassword string) daemon.StoreOptions {
+	if store == "" {
+		store = os.Getenv(EnvStore)
+	}
+	if storePassword == "" {
+		storePassword = os.Getenv(EnvStorePassword)
+	}
+	return daemon.StoreOptions{StateDir: state, URL: store, Password: storePassword}
+}
