@@ -75,30 +75,9 @@ func marks(t *testing.T, mark string, n int) []string {
 // sweep), and the token of an execution the second serves is refused on
 // its next call once the apply narrowed its grant.
 func TestTwoDaemonsShareGenerationsCredentialsAndCursors(t *testing.T) {
-	c := pgtest.Require(t)
 	ctx := context.Background()
-	db, err := c.FreshDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	onStore := func(o *Options) { o.Store = c.URL(db) }
-	stateA, stateB := shortDir(t), shortDir(t)
-	fifo, mark := filepath.Join(filepath.Dir(stateA), "fifo"), filepath.Join(filepath.Dir(stateA), "mark")
-	if err := os.MkdirAll(stateA, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	wide, narrow := callerConfig(fifo, mark, true), callerConfig(fifo, mark, false)
-	if err := os.WriteFile(filepath.Join(stateA, ConfigFile), wide, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// A runs no round of its own but at start (and when its own writes
-	// wake it): the Work below is B's.
-	a := start(t, stateA, onStore, func(o *Options) { o.TickInterval = time.Hour })
-	b := start(t, stateB, onStore)
-
+	a, b, p := sharedPair(t)
+	stateB, fifo, mark, narrow := b.d.state, p.fifo, p.mark, p.narrow
 	if g := b.d.cfg.Active().Generation; g != 1 {
 		t.Fatalf("B serves generation %d, want the first daemon's 1", g)
 	}
@@ -108,7 +87,7 @@ func TestTwoDaemonsShareGenerationsCredentialsAndCursors(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "issued by another daemon") {
 		t.Fatalf("B does not say how to get the owner's token:\n%s", b.logs)
 	}
-	tok, err := os.ReadFile(statedir.OwnerTokenPath(stateA))
+	tok, err := os.ReadFile(statedir.OwnerTokenPath(a.d.state))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,4 +179,98 @@ func TestTwoDaemonsShareGenerationsCredentialsAndCursors(t *testing.T) {
 func sameJSON(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// pairParts are what sharedPair's daemons run: the job's fifo and mark
+// (callerConfig), and the narrowed configuration.
+type pairParts struct {
+	fifo, mark string
+	narrow     []byte
+}
+
+// sharedPair starts two daemons, each with a state directory of its own,
+// on one fresh database of the throwaway cluster: A with callerConfig
+// granting read_context as its config file (generation 1), B with an
+// empty state directory. A runs no round of its own after its start, so
+// Work created through B is B's.
+func sharedPair(t *testing.T) (a, b *running, p pairParts) {
+	t.Helper()
+	c := pgtest.Require(t)
+	ctx := context.Background()
+	db, err := c.FreshDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onStore := func(o *Options) { o.Store = c.URL(db) }
+	stateA, stateB := shortDir(t), shortDir(t)
+	fifo, mark := filepath.Join(filepath.Dir(stateA), "fifo"), filepath.Join(filepath.Dir(stateA), "mark")
+	if err := os.MkdirAll(stateA, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wide := callerConfig(fifo, mark, true)
+	if err := os.WriteFile(filepath.Join(stateA, ConfigFile), wide, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A runs no round of its own but at start (and when its own writes
+	// wake it): Work created through B is B's.
+	a = start(t, stateA, onStore, func(o *Options) { o.TickInterval = time.Hour })
+	b = start(t, stateB, onStore)
+	return a, b, pairParts{fifo: fifo, mark: mark, narrow: callerConfig(fifo, mark, false)}
+}
+
+// TestTokenRevokedThroughAnotherDaemonIsRefused: the daemon serving an
+// execution keeps its token in its cache after a call; a revocation of
+// that token through the other daemon's management socket is announced
+// through the store, the serving daemon drops its cached tokens, and the
+// execution's next call is refused, although the execution itself stays
+// live (so the lease guard alone would let it through).
+func TestTokenRevokedThroughAnotherDaemonIsRefused(t *testing.T) {
+	ctx := context.Background()
+	a, b, p := sharedPair(t)
+	w := b.create("t", "job")
+	marks(t, p.mark, 1)
+	release(t, p.fifo, "call")
+	if got := marks(t, p.mark, 2); got[1] != "ok" {
+		t.Fatalf("the call before the revocation: %q, want ok", got)
+	}
+	exes := b.executions(w.ID)
+	if len(exes) != 1 || exes[0].Owner != b.d.owner {
+		t.Fatalf("executions = %+v, want one B runs", exes)
+	}
+	toks, err := b.d.store.ListExecutionTokens(ctx, exes[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []storage.Token
+	for _, tok := range toks {
+		if tok.RevokedAt.IsZero() {
+			live = append(live, tok)
+		}
+	}
+	if len(live) != 1 {
+		t.Fatalf("live tokens = %+v, want one", live)
+	}
+	if _, err := a.client.Revoke(ctx, live[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The announcement reaches B on its own time: call until a call is
+	// refused, bounded.
+	deadline := time.Now().Add(guard)
+	for n := 3; ; n++ {
+		release(t, p.fifo, "call")
+		if got := marks(t, p.mark, n); got[n-1] == "refused" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still accepts the token revoked through A\nlogs:\n%s", b.logs)
+		}
+	}
+	if exe, err := b.d.store.GetExecution(ctx, exes[0].ID); err != nil || !exe.Live() {
+		t.Fatalf("the execution is not live (%+v, %v): the refusal would not show the token's revocation", exe, err)
+	}
+	release(t, p.fifo, "exit")
+	b.terminal(w.ID)
 }
