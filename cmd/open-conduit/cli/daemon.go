@@ -62,7 +62,11 @@ Coordination storage is SQLite in the state directory, unless --store names
 a PostgreSQL database (a postgres:// URL without a password; also
 $OPEN_CONDUIT_STORE): its password is a secret reference, --store-password
 keyring:…, file:…, env:… or cmd:… (also $OPEN_CONDUIT_STORE_PASSWORD),
-resolved at start and never written or logged. See docs/storage.md.
+resolved at start and never written or logged. Several daemons, each with a
+state directory of its own, may share one store: they serve the same
+configuration generations, and a daemon started on a store that already has
+the owner's credential issues none (copy the owner's token file from a
+daemon that has it). See docs/storage.md.
 
 Examples:
   open-conduit daemon

@@ -12,7 +12,9 @@
 // uniqueness rule is an index that an INSERT ... ON CONFLICT DO NOTHING
 // reports without aborting the transaction, and the event sequence is a
 // counter row locked by the accepting transaction until it ends (see
-// docs/storage.md).
+// docs/storage.md). It is the daemons' storage.Watcher too: a committed
+// generation is announced by NOTIFY in its own transaction, and each
+// watcher LISTENs on a connection of its own outside the pool.
 //
 // It must never decide anything about Work or executions, never let an
 // engine error other than the storage sentinels escape a fenced update,
