@@ -210,6 +210,14 @@ func sharedPair(t *testing.T) (a, b *running, p pairParts) {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A test that failed leaves its job reading the fifo: tell it to
+	// exit, after the daemons stopped (it runs under its own supervisor).
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			f.WriteString("exit\n")
+			f.Close()
+		}
+	})
 	wide := callerConfig(fifo, mark, true)
 	if err := os.WriteFile(filepath.Join(stateA, ConfigFile), wide, 0o600); err != nil {
 		t.Fatal(err)
