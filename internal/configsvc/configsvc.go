@@ -71,6 +71,13 @@ type Options struct {
 	// what the registry learns from the state directory (the daemon's:
 	// the operator's playbooks) is current when a document is judged.
 	Refresh func()
+	// Documents, when set, is the store's own keeping of each
+	// generation's document: a store several daemons share. Every
+	// document published is kept there too (before its generation
+	// commits), and a document missing from the state directory is read
+	// from there, so a daemon can serve a generation another daemon
+	// committed (Follow). Nil for a store only this daemon uses.
+	Documents storage.ConfigDocuments
 }
 
 // Service owns the configuration's generations: it restores the
@@ -308,7 +315,8 @@ func (s *Service) loadGeneration(g storage.Generation) (*config.Snapshot, error)
 
 // readDocument returns the document whose canonical hash is hash: the
 // private copy written when it was published, else the config file or its
-// backup when either holds it.
+// backup when either holds it, else (Options.Documents) the one the shared
+// store keeps, of which a private copy is then written.
 func (s *Service) readDocument(hash string) ([]byte, error) {
 	candidates := []string{s.documentPath(hash), s.ConfigPath(), s.ConfigPath() + LastGoodSuffix}
 	for _, path := range candidates {
@@ -319,6 +327,22 @@ func (s *Service) readDocument(hash string) ([]byte, error) {
 		if h, ok := canonicalHash(data); ok && h == hash {
 			return data, nil
 		}
+	}
+	if s.opts.Documents != nil {
+		data, err := s.opts.Documents.ConfigDocument(context.Background(), hash)
+		if err == nil {
+			if h, ok := canonicalHash(data); ok && h == hash {
+				if err := s.writeDocument(hash, data); err != nil {
+					s.log.Warn("cannot keep a copy of a configuration document in the state directory", "hash", hash, "error", err.Error())
+				}
+				return data, nil
+			}
+			return nil, fmt.Errorf("the document the store keeps for it is not the committed one (its hash differs)")
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("its document cannot be read from the store: %w", err)
+		}
+		return nil, fmt.Errorf("its document is missing, from %s and from the store", s.documentPath(hash))
 	}
 	return nil, fmt.Errorf("its document (%s) is missing", s.documentPath(hash))
 }
@@ -342,6 +366,13 @@ func canonicalHash(data []byte) (string, bool) {
 func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapshot, after int64, actor string) (storage.Generation, error) {
 	if err := s.writeDocument(snap.Hash, data); err != nil {
 		return storage.Generation{}, err
+	}
+	if s.opts.Documents != nil {
+		// Before the generation commits, as the private copy: no daemon
+		// ever finds a generation whose document it cannot read.
+		if err := s.opts.Documents.PutConfigDocument(ctx, snap.Hash, data); err != nil {
+			return storage.Generation{}, fmt.Errorf("configsvc: keep the document in the store: %w", err)
+		}
 	}
 	gen := storage.Generation{Number: after + 1, Hash: snap.Hash, Normalized: snap.Normalized, Actor: actor, CreatedAt: s.opts.Clock.Now()}
 	var prev *config.Snapshot
@@ -541,10 +572,15 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.active.Load()
-	if cur == nil {
+	if s.active.Load() == nil {
 		return ApplyResult{}, errors.New("configsvc: Apply before Restore")
 	}
+	// Judged against the store's latest generation, which another daemon
+	// sharing the store may have committed since this one last looked.
+	if _, err := s.follow(ctx); err != nil {
+		s.log.Warn("cannot serve the latest configuration generation before an apply", "error", err.Error())
+	}
+	cur := s.active.Load()
 	if req.ExpectedGeneration != cur.gen.Number {
 		if req.Retry && cur.gen.Number == req.ExpectedGeneration+1 && cur.gen.Hash == snap.Hash && cur.gen.Actor == req.Actor {
 			return ApplyResult{Generation: cur.gen, Previous: req.ExpectedGeneration, Snapshot: cur.snap, Warnings: res.Warnings, Completed: true}, nil
@@ -580,6 +616,53 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 		fn(snap)
 	}
 	return ApplyResult{Generation: gen, Previous: cur.gen.Number, Snapshot: snap, Warnings: res.Warnings}, nil
+}
+
+// Follow makes the store's latest generation active when it is not the
+// one the service serves: a generation another daemon sharing the store
+// committed (through an apply, a set or an adoption). It publishes it
+// here as an apply does: the generation validated again with this
+// release, its document saved to <state>/config.json (the one replaced
+// kept as config.json.last-good), then the OnApply hooks. It reports
+// whether the active generation changed. A latest generation that cannot
+// be used here (its document missing, or it does not validate with this
+// release's registry: an executor, package or playbook this daemon lacks)
+// is an error, and the active generation stays; the toolbelt's check in
+// storage, which asks for the latest generation's snapshot, then fails
+// closed.
+func (s *Service) Follow(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.follow(ctx)
+}
+
+func (s *Service) follow(ctx context.Context) (bool, error) {
+	cur := s.active.Load()
+	if cur == nil {
+		return false, errors.New("configsvc: Follow before Restore")
+	}
+	latest, err := s.opts.Store.LatestGeneration(ctx)
+	if err != nil {
+		return false, fmt.Errorf("configsvc: read the committed configuration generation: %w", err)
+	}
+	if latest.Number <= cur.gen.Number {
+		return false, nil
+	}
+	snap, err := s.Snapshot(ctx, latest.Number)
+	if err != nil {
+		return false, err
+	}
+	if data, err := s.readDocument(latest.Hash); err == nil {
+		if _, err := s.save(data, cur.gen.Hash); err != nil {
+			s.log.Warn("cannot write the configuration another daemon applied to the config file", "path", s.ConfigPath(), "error", err.Error())
+		}
+	}
+	s.setActive(snap, latest)
+	s.log.Info("serving a configuration generation committed through another daemon", "generation", latest.Number, "previous_generation", cur.gen.Number, "actor", latest.Actor)
+	for _, fn := range s.hooks {
+		fn(snap)
+	}
+	return true, nil
 }
 
 // save writes data to <state>/config.json atomically after keeping the

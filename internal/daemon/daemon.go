@@ -153,6 +153,9 @@ type Options struct {
 	// draining, when set, is called when shutdown begins to wait for the
 	// requests in flight (a seam for this package's tests).
 	draining func()
+	// followed, when set, is called after every look at a shared store's
+	// latest generation (a seam for this package's tests).
+	followed func()
 }
 
 // Info describes a serving daemon.
@@ -201,8 +204,11 @@ type Daemon struct {
 	metricsLn   net.Listener
 	metricsHTTP *http.Server
 	cfg         configSource
-	rt          *kernel.Runtime
-	ids         *ids.Generator
+	// follow serves the store's latest generation when another daemon
+	// committed it (configsvc's Follow; see followStore).
+	follow func(context.Context) (bool, error)
+	rt     *kernel.Runtime
+	ids    *ids.Generator
 	// regs are every registration on host, the release's and the
 	// embedder's; human is the human extension's port.
 	regs  []extension.Registration
@@ -420,18 +426,11 @@ func (d *Daemon) openStorage(ctx context.Context) error {
 // openPostgres opens the PostgreSQL store Options.Store names, its
 // password resolved from Options.StorePassword.
 func (d *Daemon) openPostgres(ctx context.Context) error {
-	var password string
-	if d.opts.StorePassword != "" {
-		ref, err := config.ParseSecretRef(d.opts.StorePassword)
-		if err != nil {
-			return fmt.Errorf("the store password: %w", err)
-		}
-		r := &config.Resolver{Keyring: d.opts.Keyring, StateDir: d.state, Reaper: []string{d.opts.Executable, "reap", "--"}}
-		if password, err = r.ResolveRef(ctx, ref); err != nil {
-			return fmt.Errorf("cannot resolve the store password %s: %w", ref, err)
-		}
+	password, err := storePassword(ctx, d.opts.StorePassword, d.state, d.opts.Keyring, d.opts.Executable)
+	if err != nil {
+		return err
 	}
-	store, err := postgres.Open(ctx, postgres.Options{ConnString: d.opts.Store, Password: password, Clock: d.clock, OnCommit: d.metrics.Commit})
+	store, err := postgres.Open(ctx, postgres.Options{ConnString: d.opts.Store, Password: password, Clock: d.clock, OnCommit: d.metrics.Commit, OnListen: d.onListen})
 	if err != nil {
 		return fmt.Errorf("cannot open coordination storage on PostgreSQL: %w", err)
 	}
@@ -477,13 +476,19 @@ func (d *Daemon) build(ctx context.Context) error {
 	// so a config naming one just added applies; every playbook is
 	// written out at start and after every apply.
 	pbs := &playbooks{dir: filepath.Join(d.state, PlaybooksDir), reg: d.opts.Registry, log: d.log.With("component", "playbooks")}
-	svc, err := configsvc.New(configsvc.Options{
+	cfgOpts := configsvc.Options{
 		Store: d.store, StateDir: d.state, Default: bootstrap.DefaultConfig(), Registry: d.opts.Registry,
 		Clock: d.clock, Logger: d.log.With("component", "config"), Refresh: pbs.read,
-	})
+	}
+	if d.pg != nil {
+		// Every daemon on the store can load every generation.
+		cfgOpts.Documents = d.pg
+	}
+	svc, err := configsvc.New(cfgOpts)
 	if err != nil {
 		return err
 	}
+	d.follow = svc.Follow
 	if err := svc.Restore(ctx); err != nil {
 		return err
 	}
@@ -537,11 +542,15 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.live = &liveLogs{dir: filepath.Join(d.state, ExecutionsDir)}
+	execTokens := management.ToolbeltTokens(d.tb)
+	if d.pg != nil {
+		execTokens = announcingTokens{ExecutionTokens: execTokens, w: d.pg, log: d.log.With("component", "management").Warn}
+	}
 	servers, err := management.NewServers(management.Parts{
 		LiveLogs: d.live,
 		Store:    d.store, Control: d.ctl, Actions: actions, Config: svc, Artifacts: d.arts, Cursors: cursors, Sources: d.host.AdmitsTrace,
 		Samples:  d.ingressSamples,
-		Toolbelt: d.tb, ExecutionTokens: management.ToolbeltTokens(d.tb),
+		Toolbelt: d.tb, ExecutionTokens: execTokens,
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
 		Packages: d.pkgs,
@@ -561,7 +570,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return fmt.Errorf("cannot bootstrap the owner's operator token: %w", err)
 	}
 	if st == management.BootstrapStale {
-		d.log.Warn("the owner's token file does not hold the owner's credential; stop the daemon and run 'open-conduit auth recover'", "token_file", statedir.OwnerTokenPath(d.state))
+		d.ownerTokenAdvice()
 	}
 	d.execHandler = d.calls.wrap(servers.Toolbelt)
 
@@ -755,19 +764,6 @@ func (d *Daemon) Close() error {
 		}
 	})
 	return errors.Join(errs...)
-}
-
-// OpenCredentials opens the operator credentials kept in a state
-// directory's coordination storage, for `open-conduit auth recover`, which
-// runs with the daemon stopped and the lock held by the caller. The closer
-// closes storage. It is an entry point like Run: it takes the system's
-// clock.
-func OpenCredentials(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error) {
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(stateDir, DatabaseFile), Clock: clock.System{}})
-	if err != nil {
-		return nil, nil, err
-	}
-	return management.StoreCredentials(store), store, nil
 }
 
 // ingressSamples adapts the host's ingress samples to the management

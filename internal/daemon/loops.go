@@ -68,6 +68,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		stopRenewal()
 		<-renewed
 	}()
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		d.followStore(followCtx)
+	}()
+	defer func() {
+		stopFollowing()
+		<-followed
+	}()
 
 	ticks := time.NewTicker(d.opts.TickInterval)
 	defer ticks.Stop()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/config"
+	"github.com/open-conduit/open-conduit/internal/daemon"
 )
 
 // Severity is how much a finding matters. Only SeverityError fails
@@ -111,6 +112,10 @@ type Options struct {
 	TmpBase string
 	// After starts a timer; nil is time.After. Tests fire their own.
 	After func(time.Duration) <-chan time.Time
+	// Store, when its URL is set, is the daemon's PostgreSQL store, whose
+	// connection and schema version are checked (read only); its StateDir
+	// and Keyring default to the options'.
+	Store daemon.StoreOptions
 }
 
 // Run performs every check and returns the report. It never fails: what
@@ -147,6 +152,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		r.checkSockets()
 	}
 	r.daemonUp = r.checkDaemon(ctx)
+	r.checkStore(ctx)
 	if exists {
 		r.checkOSBinary()
 		r.checkDisk()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/clock"
+	"github.com/open-conduit/open-conduit/internal/daemon"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/statedir"
 )
@@ -21,9 +22,10 @@ func init() { commands = append(commands, newAuthCmd) }
 // openCredentials opens the operator credential store of a state
 // directory, for `auth recover`, the one auth command that works on the
 // host instead of through the daemon. The daemon's composition sets it
-// (to the coordination storage under the state directory); the returned
-// closer releases the store.
-var openCredentials func(ctx context.Context, stateDir string) (management.Credentials, io.Closer, error)
+// (to the coordination storage under the state directory, or the
+// PostgreSQL store --store names); the returned closer releases the
+// store.
+var openCredentials func(ctx context.Context, o daemon.StoreOptions) (management.Credentials, io.Closer, error)
 
 func newAuthCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -182,15 +184,23 @@ operator, who keeps it in a file and passes it with --token-file.`,
 }
 
 func newAuthRecoverCmd(s Streams) *cobra.Command {
-	var stateFlag string
+	var stateFlag, store, storePassword string
 	cmd := &cobra.Command{
-		Use:   "recover",
+		Use:   "recover [--state DIR] [--store URL --store-password REF]",
 		Short: "On the host, with the daemon stopped: give the owner a fresh token",
 		Long: `Recover is the owner's way back after a lost rotation response (or a lost
 token file). It runs on the host, takes the state directory's lock (so it
 works only while the daemon is stopped), revokes the owner's credential and
 writes a fresh owner token to <state>/private/operator.token. Named
-operators' credentials are untouched.`,
+operators' credentials are untouched.
+
+A daemon on a PostgreSQL store keeps its credentials there: pass the same
+--store and --store-password as the daemon (or $OPEN_CONDUIT_STORE and
+$OPEN_CONDUIT_STORE_PASSWORD). Other daemons on that store may go on
+running, but the owner's token every one of them holds is revoked: copy
+the fresh token file to each daemon's state directory that needs it. A
+daemon that only lacks the owner's token file needs no recovery: copy the
+file from a daemon that has it (see docs/storage.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			state := stateFlag
@@ -219,12 +229,19 @@ operators' credentials are untouched.`,
 			if openCredentials == nil {
 				return failf("auth recover needs the daemon's coordination storage, which this build cannot open")
 			}
-			store, closer, err := openCredentials(cmd.Context(), state)
+			so := storeOptions(state, store, storePassword)
+			if err := so.Check(); err != nil {
+				return failf("%v", err)
+			}
+			creds, closer, err := openCredentials(cmd.Context(), so)
 			if err != nil {
+				if so.URL != "" {
+					return failf("cannot open the credential store on PostgreSQL: %v", err)
+				}
 				return failf("cannot open the credential store in %s: %v", state, err)
 			}
 			defer closer.Close()
-			ops, err := management.NewOperators(store, clock.System{}, clock.SystemEntropy())
+			ops, err := management.NewOperators(creds, clock.System{}, clock.SystemEntropy())
 			if err != nil {
 				return failf("recovery failed: %v", err)
 			}
@@ -236,5 +253,6 @@ operators' credentials are untouched.`,
 		},
 	}
 	cmd.Flags().StringVar(&stateFlag, "state", "", "the daemon's state directory (default: $"+EnvState+", else the XDG state directory)")
+	storeFlags(cmd, &store, &storePassword)
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/daemon"
 	"github.com/open-conduit/open-conduit/internal/management"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/statedir"
@@ -247,7 +248,7 @@ func TestAuthRecoverCommand(t *testing.T) {
 	h := serve(t, mgmttest.Options{StateDir: dir, Credentials: creds})
 	prev := openCredentials
 	t.Cleanup(func() { openCredentials = prev })
-	openCredentials = func(context.Context, string) (management.Credentials, io.Closer, error) {
+	openCredentials = func(context.Context, daemon.StoreOptions) (management.Credentials, io.Closer, error) {
 		return creds, io.NopCloser(nil), nil
 	}
 	// Lose a rotation response.

@@ -64,7 +64,11 @@ Coordination storage is SQLite in the state directory, unless --store names
 a PostgreSQL database (a postgres:// URL without a password; also
 $OPEN_CONDUIT_STORE): its password is a secret reference, --store-password
 keyring:…, file:…, env:… or cmd:… (also $OPEN_CONDUIT_STORE_PASSWORD),
-resolved at start and never written or logged. See docs/storage.md.
+resolved at start and never written or logged. Several daemons, each with a
+state directory of its own, may share one store: they serve the same
+configuration generations, and a daemon started on a store that already has
+the owner's credential issues none (copy the owner's token file from a
+daemon that has it). See docs/storage.md.
 
 Examples:
   open-conduit daemon
@@ -147,4 +151,24 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// storeFlags adds --store and --store-password to a tool that opens the
+// daemon's coordination storage on the host (auth recover, doctor).
+func storeFlags(cmd *cobra.Command, store, storePassword *string) {
+	f := cmd.Flags()
+	f.StringVar(store, "store", "", "the daemon's PostgreSQL store, a postgres:// URL without a password (default: $"+EnvStore+", else SQLite in the state directory)")
+	f.StringVar(storePassword, "store-password", "", "the store's password as a secret reference: keyring:, file:, env: or cmd: (default: $"+EnvStorePassword+")")
+}
+
+// storeOptions is the store a host tool opens: the flags, else their
+// environment variables.
+func storeOptions(state, store, storePassword string) daemon.StoreOptions {
+	if store == "" {
+		store = os.Getenv(EnvStore)
+	}
+	if storePassword == "" {
+		storePassword = os.Getenv(EnvStorePassword)
+	}
+	return daemon.StoreOptions{StateDir: state, URL: store, Password: storePassword}
 }

@@ -24,10 +24,10 @@ func init() { commands = append(commands, newDoctorCmd) }
 var doctorKeyring config.Keyring = config.SystemKeyring{}
 
 func newDoctorCmd(s Streams) *cobra.Command {
-	var state, configFile string
+	var state, configFile, store, storePassword string
 	var offline bool
 	cmd := &cobra.Command{
-		Use:   "doctor [--state DIR] [--config FILE] [--offline] [--json]",
+		Use:   "doctor [--state DIR] [--config FILE] [--store URL --store-password REF] [--offline] [--json]",
 		Short: "Check the state directory, the configuration and the daemon, and say how to fix what is wrong",
 		Long: `Doctor examines an installation and prints one finding per check, each with a
 severity (error, warning, info, ok), a stable code, a message and the command
@@ -44,6 +44,13 @@ configuration's diagnostics and warnings with the grants check, every secret
 (resolved by name, its value dropped at once), the keyring and bubblewrap.
 The configuration is --config FILE, else the daemon's active generation,
 else <state>/config.json, else the default configuration.
+
+With --store (and --store-password, or $OPEN_CONDUIT_STORE and
+$OPEN_CONDUIT_STORE_PASSWORD), as the daemon is given them, it also
+connects to the PostgreSQL store and checks its schema version against
+this release's (too new, migrations pending), without migrating anything
+and without ever printing the URL, its user, the password or its
+reference.
 
 It changes nothing. It exits 1 when any finding is an error, 0 otherwise
 (warnings do not fail), 2 when the command line is wrong.
@@ -71,7 +78,7 @@ Examples:
 			}
 			opts := doctor.Options{
 				StateDir: state, ConfigFile: configFile, Registry: reg, Default: bootstrap.DefaultConfig(),
-				Keyring: doctorKeyring,
+				Keyring: doctorKeyring, Store: storeOptions(state, store, storePassword),
 			}
 			if exe, err := os.Executable(); err == nil {
 				opts.Reaper = []string{exe, "reap", "--"}
@@ -103,6 +110,7 @@ Examples:
 	f.StringVar(&state, "state", "", "the daemon's state directory (default: $"+EnvState+", else the XDG state directory)")
 	f.StringVar(&configFile, "config", "", "check this configuration file instead of the one the daemon runs")
 	f.BoolVar(&offline, "offline", false, "do not ask the daemon: check the state directory and the configuration only")
+	storeFlags(cmd, &store, &storePassword)
 	return cmd
 }
 

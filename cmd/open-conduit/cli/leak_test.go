@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
 )
 
 // TestMain fails the package's tests when any of them leaves a goroutine
-// running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// running, and stops the throwaway PostgreSQL cluster if a test started
+// one.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }

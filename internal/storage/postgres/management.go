@@ -226,6 +226,13 @@ func (t *tx) InsertGeneration(ctx context.Context, g *storage.Generation) error 
 	if !ok {
 		return fmt.Errorf("%w: generation %d exists", storage.ErrDuplicate, g.Number)
 	}
+	// Every daemon on the store hears of it, once it committed
+	// (PostgreSQL delivers a notification only then; a rollback drops
+	// it). The payload is the schema, so that stores of other schemas in
+	// the same database pass it over.
+	if _, err := t.q.exec(ctx, `SELECT pg_notify(?, current_schema())`, channel(storage.TopicConfig)); err != nil {
+		return fmt.Errorf("postgres: announce generation %d: %s", g.Number, engineMessage(err))
+	}
 	return nil
 }
 

@@ -12,7 +12,9 @@
 // uniqueness rule is an index that an INSERT ... ON CONFLICT DO NOTHING
 // reports without aborting the transaction, and the event sequence is a
 // counter row locked by the accepting transaction until it ends (see
-// docs/storage.md).
+// docs/storage.md). It is the daemons' storage.Watcher too: a committed
+// generation is announced by NOTIFY in its own transaction, and each
+// watcher LISTENs on a connection of its own outside the pool.
 //
 // It must never decide anything about Work or executions, never let an
 // engine error other than the storage sentinels escape a fenced update,
@@ -76,6 +78,12 @@ type Options struct {
 	// OnCommit, when set, is told how long each successful commit of a
 	// write transaction took.
 	OnCommit func(time.Duration)
+	// After is the timer of the watcher's reconnection backoff (Watch);
+	// time.After when nil.
+	After func(time.Duration) <-chan time.Time
+	// OnListen, when set, is told each time the watcher's connection is
+	// established (nil) or lost (why, without the connection string).
+	OnListen func(error)
 }
 
 // Store is storage.Store on PostgreSQL.
@@ -87,6 +95,11 @@ type Store struct {
 	clock  clock.Clock
 	commit func(time.Duration)
 	schema string
+	// listen is the configuration of the watchers' own connections
+	// (outside the pool); after and onListen are Options'.
+	listen   *pgx.ConnConfig
+	after    func(time.Duration) <-chan time.Time
+	onListen func(error)
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -133,7 +146,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s", connFailure(err))
 	}
-	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema}
+	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema,
+		listen: cfg.ConnConfig.Copy(), after: opts.After, onListen: opts.OnListen}
+	if s.after == nil {
+		s.after = time.After
+	}
 	s.queries = queries{q: querier{pool}}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
