@@ -24,11 +24,6 @@ import (
 // cluster (pgtest), and drive them only through their management
 // sockets, their executions' toolbelt sockets and the CLI, as operators
 // of several hosts would. They are the evidence of issue 19.
-//
-// What the daemon does not do yet for several daemons on one store is
-// built on other branches; a test whose assertions fail for that reason
-// skips with the branch it waits for (needsBranch), after it has run far
-// enough to show what fails.
 
 // cluster is one test's daemons on one database, and a directory they all
 // see (the markers their jobs write).
@@ -109,37 +104,15 @@ func (c *cluster) addNode() *node {
 		if err != nil {
 			c.t.Fatal(err)
 		}
+		// The owner's credential is in the store; a daemon joining it
+		// issues none, and its operator copies the token file (see
+		// docs/storage.md, Running several daemons).
 		writeFile(c.t, e.tokenFile(), tok)
-		c.copyGenerations(e)
 	}
 	nd := &node{env: e, i: len(c.nodes)}
 	c.nodes = append(c.nodes, nd)
 	c.startNode(nd.i)
 	return nd
-}
-
-// copyGenerations copies the first daemon's configuration documents
-// (config.json and private/generations/) into e's state directory. Until
-// the generations' documents are shared through the store (branch
-// cluster-config), a daemon whose state directory lacks the committed
-// generation's document refuses to start ("its document … is missing").
-func (c *cluster) copyGenerations(e *env) {
-	c.t.Helper()
-	from := c.nodes[0].state
-	docs, _ := filepath.Glob(filepath.Join(from, "private", "generations", "*.json"))
-	if len(docs) > 0 {
-		if err := os.MkdirAll(filepath.Join(e.state, "private", "generations"), 0o700); err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	for _, p := range append(docs, filepath.Join(from, "config.json")) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(from, p)
-		writeFile(c.t, filepath.Join(e.state, rel), b)
-	}
 }
 
 // startNode starts node i's daemon on the cluster's store and waits until
@@ -177,17 +150,6 @@ func (c *cluster) byOwner(owner string) *node {
 		}
 	}
 	return nil
-}
-
-// needsBranch marks the assertions that wait for another branch's work:
-// once that work is merged the skip is removed and the assertions hold.
-// The test has run up to here and logs what it observed.
-func needsBranch(t *testing.T, branch, what string) {
-	t.Helper()
-	if os.Getenv("OC_CLUSTER_STRICT") == "1" {
-		t.Fatalf("%s (needs %s)", what, branch)
-	}
-	t.Skipf("needs %s: %s", branch, what)
 }
 
 // config is a configuration with one scope c whose one binding job
@@ -717,8 +679,8 @@ func TestClusterApplyNarrowsATokenServedByAnotherDaemon(t *testing.T) {
 	served.must("GET", "/v1/config", nil, nil, &seen)
 	if code != 1 || !strings.Contains(stderr, "forbidden") {
 		release(t, fifo, 0)
-		needsBranch(t, "cluster-config", fmt.Sprintf("after an apply through daemon %d (generation %d), read_context with the token daemon %d serves answered exit %d %q %q, want 1 forbidden; daemon %d's GET /v1/config says generation %d; its errors: %s",
-			other.i, applied.Generation, served.i, code, out, strings.TrimSpace(stderr), served.i, seen.Generation, errorLines(served.allLogs())))
+		t.Fatalf("after an apply through daemon %d (generation %d), read_context with the token daemon %d serves answered exit %d %q %q, want 1 forbidden; daemon %d's GET /v1/config says generation %d; its errors: %s",
+			other.i, applied.Generation, served.i, code, out, strings.TrimSpace(stderr), served.i, seen.Generation, errorLines(served.allLogs()))
 	}
 	release(t, fifo, 0)
 	if got := c.nodes[0].waitWork(w.ID, "ending", func(w work) bool { return terminal(w.State) }); got.State != "succeeded" {
@@ -865,8 +827,8 @@ func TestClusterJoiningDaemonLeavesLiveAttemptsAlone(t *testing.T) {
 	exes := joined.executions(w.ID)
 	if len(exes) != 1 || exes[0].ID != x.ID || exes[0].Epoch != x.Epoch || exes[0].Owner != on.owner || exes[0].State != "running" {
 		release(t, fifo, 0)
-		needsBranch(t, "cluster-core", fmt.Sprintf("after daemon %d joined, Work %s's executions are %+v, want %s still running at epoch %d under daemon %d (%s); the joining daemon's log: %s",
-			joined.i, w.ID, exes, x.ID, x.Epoch, on.i, on.owner, recoveryLines(joined.allLogs())))
+		t.Fatalf("after daemon %d joined, Work %s's executions are %+v, want %s still running at epoch %d under daemon %d (%s); the joining daemon's log: %s",
+			joined.i, w.ID, exes, x.ID, x.Epoch, on.i, on.owner, recoveryLines(joined.allLogs()))
 	}
 	release(t, fifo, 0)
 	if got := joined.waitWork(w.ID, "ending", func(w work) bool { return terminal(w.State) }); got.State != "succeeded" {
