@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -45,7 +44,7 @@ var _ Controls = (*kernel.Control)(nil)
 // ArtifactStore opens an artifact's bytes; *storage.Artifacts implements
 // it.
 type ArtifactStore interface {
-	Open(ctx context.Context, id string) (storage.Artifact, *os.File, error)
+	Open(ctx context.Context, id string) (storage.Artifact, storage.Blob, error)
 }
 
 var _ ArtifactStore = (*storage.Artifacts)(nil)
