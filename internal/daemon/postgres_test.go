@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/postgres/pgtest"
@@ -85,6 +86,82 @@ func TestStoreOptionsAreRefusedBeforeTheStateDirectory(t *testing.T) {
 		}
 		if _, err := os.Stat(state); !os.IsNotExist(err) {
 			t.Fatalf("the state directory was made before the refusal (%v)", err)
+		}
+	}
+}
+
+// TestArtifactsAreReadThroughAnotherDaemon: two daemons, each with a state
+// directory of its own, on one PostgreSQL database: the log of Work one
+// of them ran is read byte for byte through the other's management API
+// (the credential is the store's, so the first's owner token serves), as
+// an artifact and as the finished attempt's log, and neither state
+// directory keeps artifact bytes.
+func TestArtifactsAreReadThroughAnotherDaemon(t *testing.T) {
+	c := pgtest.Require(t)
+	db, err := c.FreshDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDB := func(o *Options) { o.Store = c.URL(db) }
+	a := start(t, shortDir(t), onDB)
+	// Until configuration is shared through the store, the second daemon
+	// is given the first's generation documents.
+	bState := shortDir(t)
+	gens := filepath.Join("private", "generations")
+	if err := os.MkdirAll(filepath.Join(bState, gens), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{bState, filepath.Join(bState, "private")} {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, err := os.ReadDir(filepath.Join(a.d.Info().StateDir, gens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		doc, err := os.ReadFile(filepath.Join(a.d.Info().StateDir, gens, d.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bState, gens, d.Name()), doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := start(t, bState, onDB)
+	w := a.create(bootstrap.DefaultScope, bootstrap.DefaultBinding)
+	w = a.terminal(w.ID)
+	if w.State != storage.WorkSucceeded {
+		t.Fatalf("Work ended %s (%s %s)\nlogs:\n%s\n%s", w.State, w.BlockedReason, w.OutcomeMessage, a.logs, b.logs)
+	}
+	exes := a.executions(w.ID)
+	if len(exes) != 1 {
+		t.Fatalf("executions = %+v", exes)
+	}
+	want := a.log(exes[0])
+	if !strings.Contains(want, "Open Conduit ran Work "+w.ID) {
+		t.Fatalf("log %q does not say the Work ran", want)
+	}
+	arts, err := b.d.store.ListArtifacts(context.Background(), &storage.ListArtifactsParams{Execution: exes[0].ID})
+	if err != nil || len(arts) != 1 {
+		t.Fatalf("artifacts seen by the other daemon: %+v, %v", arts, err)
+	}
+	other := client.New(b.d.Info().Socket, client.TokenFile(a.d.Info().TokenFile))
+	var got, log strings.Builder
+	if _, err := other.ArtifactContent(context.Background(), arts[0].ID, "", &got); err != nil {
+		t.Fatalf("the artifact through the other daemon: %v", err)
+	}
+	if _, err := other.ExecutionLog(context.Background(), exes[0].ID, client.LogOptions{Follow: true}, &log); err != nil {
+		t.Fatalf("the log through the other daemon: %v", err)
+	}
+	if got.String() != want || log.String() != want {
+		t.Fatalf("through the other daemon: artifact %q, log %q; want %q", got.String(), log.String(), want)
+	}
+	for _, r := range []*running{a, b} {
+		ents, err := os.ReadDir(filepath.Join(r.d.Info().StateDir, ArtifactsDir))
+		if err != nil || len(ents) != 0 {
+			t.Errorf("the artifact directory of %s holds %d entries (%v)", r.d.Info().StateDir, len(ents), err)
 		}
 	}
 }
