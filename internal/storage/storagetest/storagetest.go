@@ -3,7 +3,7 @@
 // executions with their leases and epochs, declarations, waits and timers;
 // the toolbelt's tokens, request records and call records; the management
 // API's credentials, idempotency records, configuration generations, scope
-// records and cursor key; artifacts' metadata; and the human extension's
+// records and cursor key; artifacts' metadata and bytes; and the human extension's
 // approvals), written once and run
 // against every engine (SQLite and PostgreSQL) so that they keep the
 // same rules.
