@@ -18,6 +18,14 @@ const (
 	ResultLost      = "lost"
 )
 
+// LogOwnerHeader is the header (or, when it was learnt only after the
+// log began, the trailer) of a log response (GET /v1/executions/{id}/log,
+// GET /v1/work/{id}/log) whose attempt's segment is running on another
+// daemon of the same store: its value is that daemon's owner id (the
+// Execution's Owner). Only that daemon has the live log, so the response
+// held what the store holds and ended without following.
+const LogOwnerHeader = "Open-Conduit-Log-Owner"
+
 // Execution is one attempt of a Work by one executor (GET
 // /v1/executions, GET /v1/executions/{id}).
 type Execution struct {

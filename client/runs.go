@@ -89,5 +89,25 @@ func (c *Client) streamLog(ctx context.Context, path string, o LogOptions, w io.
 	if err != nil {
 		return n, fmt.Errorf("reading the log from the daemon failed after %d bytes: %w", n, err)
 	}
+	owner := resp.Header.Get(api.LogOwnerHeader)
+	if owner == "" {
+		owner = resp.Trailer.Get(api.LogOwnerHeader)
+	}
+	if owner != "" {
+		return n, &LogElsewhereError{Owner: owner}
+	}
 	return n, nil
+}
+
+// LogElsewhereError is returned by ExecutionLog and WorkLog, after what
+// the store holds was copied, when the attempt's segment runs on another
+// daemon of the same store: only that daemon, Owner, has its live log, so
+// nothing live was written and nothing was followed.
+type LogElsewhereError struct {
+	// Owner is the owner id of the daemon that runs the attempt.
+	Owner string
+}
+
+func (e *LogElsewhereError) Error() string {
+	return "the attempt runs on daemon " + e.Owner + ", whose host alone has its live log: only what the store holds was written; ask that daemon, or read the log again once the attempt ended"
 }

@@ -554,6 +554,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Clock: d.clock, Entropy: d.opts.Entropy, Version: d.opts.Version, Ready: d.ready.Load, Logger: d.log.With("component", "management"),
 		Metrics: d.metrics.Handler(), Refused: d.metrics.Refusal,
 		Packages: d.pkgs,
+		Owner:    d.owner,
 	})
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@
 //	<state>/private/operator.token  0600, the owner's operator token
 //	<state>/coordination.db    SQLite (with -wal and -shm beside it)
 //	<state>/config.json        the configuration file, when there is one
-//	<state>/artifacts/         the bytes of artifacts (logs), by artifact id
+//	<state>/artifacts/         the bytes of artifacts (logs), by artifact id (PostgreSQL: in the database)
 //	<state>/executions/<id>/   each execution's executor directory
 //	<state>/runs/<key>/        each live execution's toolbelt socket and token
 //	<state>/bin/os             a copy of the daemon's own binary (0755), so

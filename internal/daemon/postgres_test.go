@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/bootstrap"
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -148,5 +149,57 @@ func TestSecondDaemonOnTheStoreLeavesTheFirstsAttempt(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(mark); strings.Count(string(b), "started") != 1 {
 		t.Errorf("the job ran %d times, want once", strings.Count(string(b), "started"))
+	}
+}
+
+// TestArtifactsAreReadThroughAnotherDaemon: two daemons, each with a state
+// directory of its own, on one PostgreSQL database: the log of Work one
+// of them ran is read byte for byte through the other's management API
+// (the credential is the store's, so the first's owner token serves), as
+// an artifact and as the finished attempt's log, and neither state
+// directory keeps artifact bytes.
+func TestArtifactsAreReadThroughAnotherDaemon(t *testing.T) {
+	c := pgtest.Require(t)
+	db, err := c.FreshDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDB := func(o *Options) { o.Store = c.URL(db) }
+	a := start(t, shortDir(t), onDB)
+	bState := shortDir(t)
+	b := start(t, bState, onDB)
+	w := a.create(bootstrap.DefaultScope, bootstrap.DefaultBinding)
+	w = a.terminal(w.ID)
+	if w.State != storage.WorkSucceeded {
+		t.Fatalf("Work ended %s (%s %s)\nlogs:\n%s\n%s", w.State, w.BlockedReason, w.OutcomeMessage, a.logs, b.logs)
+	}
+	exes := a.executions(w.ID)
+	if len(exes) != 1 {
+		t.Fatalf("executions = %+v", exes)
+	}
+	want := a.log(exes[0])
+	if !strings.Contains(want, "Open Conduit ran Work "+w.ID) {
+		t.Fatalf("log %q does not say the Work ran", want)
+	}
+	arts, err := b.d.store.ListArtifacts(context.Background(), &storage.ListArtifactsParams{Execution: exes[0].ID})
+	if err != nil || len(arts) != 1 {
+		t.Fatalf("artifacts seen by the other daemon: %+v, %v", arts, err)
+	}
+	other := client.New(b.d.Info().Socket, client.TokenFile(a.d.Info().TokenFile))
+	var got, log strings.Builder
+	if _, err := other.ArtifactContent(context.Background(), arts[0].ID, "", &got); err != nil {
+		t.Fatalf("the artifact through the other daemon: %v", err)
+	}
+	if _, err := other.ExecutionLog(context.Background(), exes[0].ID, client.LogOptions{Follow: true}, &log); err != nil {
+		t.Fatalf("the log through the other daemon: %v", err)
+	}
+	if got.String() != want || log.String() != want {
+		t.Fatalf("through the other daemon: artifact %q, log %q; want %q", got.String(), log.String(), want)
+	}
+	for _, r := range []*running{a, b} {
+		ents, err := os.ReadDir(filepath.Join(r.d.Info().StateDir, ArtifactsDir))
+		if err != nil || len(ents) != 0 {
+			t.Errorf("the artifact directory of %s holds %d entries (%v)", r.d.Info().StateDir, len(ents), err)
+		}
 	}
 }

@@ -163,7 +163,7 @@ func Follow(ctx context.Context, path string, w io.Writer, o Options) error {
 }
 
 // drain copies what the file holds from its read position to w.
-func drain(f *os.File, w io.Writer, flush func()) error {
+func drain(f io.Reader, w io.Writer, flush func()) error {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := f.Read(buf)
@@ -187,15 +187,14 @@ func drain(f *os.File, w io.Writer, flush func()) error {
 // seekTail places f's read position at the start of its last n lines (a
 // last line without its newline counts as one); n <= 0 leaves it at the
 // start.
-func seekTail(f *os.File, n int) error {
+func seekTail(f Log, n int) error {
 	if n <= 0 {
 		return nil
 	}
-	st, err := f.Stat()
+	end, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
 	}
-	end := st.Size()
 	if end == 0 {
 		return nil
 	}
@@ -263,9 +262,16 @@ func (noWatcher) events() <-chan event { return nil }
 func (noWatcher) retry()               {}
 func (noWatcher) close()               {}
 
+// Log is an open log: a file, or the bytes of a stored artifact.
+type Log interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
 // Copy writes an open log (a stored one, say) to w from its beginning, or
 // from its last tail lines when tail is above zero.
-func Copy(f *os.File, w io.Writer, tail int, flush func()) error {
+func Copy(f Log, w io.Writer, tail int, flush func()) error {
 	if err := seekTail(f, tail); err != nil {
 		return err
 	}

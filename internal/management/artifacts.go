@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 
@@ -178,7 +177,7 @@ func rangeRefusal(err error, size int64) (any, error) {
 // artifactStream writes an artifact's bytes and closes its file.
 type artifactStream struct {
 	meta    storage.Artifact
-	file    *os.File
+	file    storage.Blob
 	etag    string
 	br      byteRange
 	partial bool

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/logfollow"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -166,6 +168,16 @@ func (s *logStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
+	// A live segment another daemon runs has its live log on that
+	// daemon's host: what the store holds is written, and the owner named
+	// in a header (a trailer, when the attempt was learnt of later).
+	named := false
+	if n := len(s.exes); n > 0 {
+		if owner := s.rs.elsewhere(s.exes[n-1]); owner != "" {
+			h.Set(api.LogOwnerHeader, owner)
+			named = true
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	flush := func() { _ = rc.Flush() }
@@ -182,6 +194,15 @@ func (s *logStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "==> execution %s (%s) <==\n", e.ID, attemptWord(e))
 		}
 		last := i == len(s.exes)-1
+		if owner := s.rs.elsewhere(e); owner != "" {
+			if err := s.rs.writeStoredLog(r.Context(), w, e, s.q.tail, flush); err != nil {
+				return
+			}
+			if last && !named {
+				h.Set(http.TrailerPrefix+api.LogOwnerHeader, owner)
+			}
+			continue
+		}
 		if err := s.rs.writeLog(r.Context(), w, e, s.q.tail, s.q.follow && last, flush); err != nil {
 			// The status is sent: the stream just ends. The reader sees
 			// an end without the attempt's; nothing here is a secret.
@@ -219,6 +240,22 @@ func (rs *Resources) writeLog(ctx context.Context, w io.Writer, e storage.Execut
 		}
 	}
 	return rs.writeStoredLog(ctx, w, e, tail, flush)
+}
+
+// elsewhere is the owner of an execution whose segment runs on another
+// daemon ("" when it runs here, or ended): another owner, and no live log
+// of it on this host (a live log here is this daemon's previous process's,
+// whose segment it adopts).
+func (rs *Resources) elsewhere(e storage.Execution) string {
+	if rs.owner == "" || e.Owner == "" || e.Owner == rs.owner || segmentOver(e) {
+		return ""
+	}
+	if path, ok := rs.liveLog(e); ok {
+		if _, err := os.Stat(path); err == nil {
+			return ""
+		}
+	}
+	return e.Owner
 }
 
 func (rs *Resources) liveLog(e storage.Execution) (string, bool) {

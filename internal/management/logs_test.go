@@ -3,6 +3,8 @@ package management_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/api"
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/management/mgmttest"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -243,4 +246,94 @@ func TestStoredAndWorkLogs(t *testing.T) {
 	}
 	expect(t, do(t, s.Harness, req{method: "GET", path: "/v1/executions/exe_none/log", token: tok}), 404, "not_found")
 	expect(t, do(t, s.Harness, req{method: "GET", path: "/v1/work/wrk_none/log", token: tok}), 404, "not_found")
+}
+
+// logElsewhere reads a log through the client and returns what it wrote
+// and the owner its LogElsewhereError names ("" without one).
+func logElsewhere(t *testing.T, read func(ctx context.Context, w io.Writer) (int64, error)) (string, string) {
+	t.Helper()
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_, err := read(ctx, &b)
+	var le *client.LogElsewhereError
+	if errors.As(err, &le) {
+		return b.String(), le.Owner
+	}
+	if err != nil {
+		t.Fatalf("reading the log: %v", err)
+	}
+	return b.String(), ""
+}
+
+// An attempt another daemon of the store runs has its live log on that
+// daemon's host: its log is what the store holds, followed or not, and the
+// response names the owner in Open-Conduit-Log-Owner (a trailer when a
+// followed Work's first attempt starts there later). An attempt of this
+// daemon, or one whose live log is on this host (the previous process of
+// this daemon), is read here as before.
+func TestLogOfAnAttemptAnotherDaemonRuns(t *testing.T) {
+	logs := dirLogs{dir: t.TempDir()}
+	s := mgmttest.StartStack(t, mgmttest.StackOptions{LiveLogs: logs, Owner: "dmn_here"})
+	tok := s.OwnerToken(t)
+	w := createWork(t, s, "k1")
+	insertAttempt(t, s, w.Work.ID, "exe_there", "shell") // owned by "test"
+	for _, o := range []client.LogOptions{{}, {Follow: true}, {Follow: true, Tail: 5}} {
+		got, owner := logElsewhere(t, func(ctx context.Context, out io.Writer) (int64, error) {
+			return s.Client.ExecutionLog(ctx, "exe_there", o, out)
+		})
+		if got != "" || owner != "test" {
+			t.Errorf("log %+v of an attempt another daemon runs = %q naming %q, want nothing naming test", o, got, owner)
+		}
+	}
+	got, owner := logElsewhere(t, func(ctx context.Context, out io.Writer) (int64, error) {
+		return s.Client.WorkLog(ctx, w.Work.ID, client.LogOptions{Follow: true}, out)
+	})
+	if got != "" || owner != "test" {
+		t.Errorf("the Work's followed log = %q naming %q", got, owner)
+	}
+	res := do(t, s.Harness, req{method: "GET", path: "/v1/executions/exe_there/log?follow=true", token: tok})
+	if res.status != 200 || res.header.Get(api.LogOwnerHeader) != "test" {
+		t.Errorf("the raw answer: %d, %s: %q", res.status, api.LogOwnerHeader, res.header.Get(api.LogOwnerHeader))
+	}
+
+	// The live log is on this host: the previous process's, read here.
+	if err := os.WriteFile(filepath.Join(logs.dir, "exe_there.log"), []byte("here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, owner := logElsewhere(t, func(ctx context.Context, out io.Writer) (int64, error) {
+		return s.Client.ExecutionLog(ctx, "exe_there", client.LogOptions{}, out)
+	}); got != "here\n" || owner != "" {
+		t.Errorf("a live log on this host = %q naming %q", got, owner)
+	}
+	// Once it ended, its stored log is read anywhere, naming no owner.
+	finishAttempt(t, s, "exe_there", storage.ResultSucceeded, 0, "stored\n")
+	if got, owner := logElsewhere(t, func(ctx context.Context, out io.Writer) (int64, error) {
+		return s.Client.ExecutionLog(ctx, "exe_there", client.LogOptions{Follow: true}, out)
+	}); got != "stored\n" || owner != "" {
+		t.Errorf("a finished attempt's log = %q naming %q", got, owner)
+	}
+
+	// A followed Work whose first attempt starts on another daemon later.
+	w2 := createWork(t, s, "k2")
+	f := make(chan [2]string, 1)
+	go func() {
+		var b strings.Builder
+		_, err := s.Client.WorkLog(context.Background(), w2.Work.ID, client.LogOptions{Follow: true}, &b)
+		var le *client.LogElsewhereError
+		if errors.As(err, &le) {
+			f <- [2]string{b.String(), le.Owner}
+			return
+		}
+		f <- [2]string{b.String(), fmt.Sprint("no owner named: ", err)}
+	}()
+	insertAttempt(t, s, w2.Work.ID, "exe_later", "shell")
+	select {
+	case r := <-f:
+		if r != [2]string{"", "test"} {
+			t.Errorf("a followed Work whose attempt started elsewhere: %q", r)
+		}
+	case <-time.After(bound):
+		t.Fatal("the follow of a Work whose attempt started elsewhere did not end")
+	}
 }

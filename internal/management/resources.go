@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -45,7 +44,7 @@ var _ Controls = (*kernel.Control)(nil)
 // ArtifactStore opens an artifact's bytes; *storage.Artifacts implements
 // it.
 type ArtifactStore interface {
-	Open(ctx context.Context, id string) (storage.Artifact, *os.File, error)
+	Open(ctx context.Context, id string) (storage.Artifact, storage.Blob, error)
 }
 
 var _ ArtifactStore = (*storage.Artifacts)(nil)
@@ -78,6 +77,11 @@ type ResourcesOptions struct {
 	// that the log routes can follow it; without it an attempt's log is
 	// readable once it ended.
 	LiveLogs LiveLogs
+	// Owner is this daemon's owner id: a live segment another owner runs
+	// has its live log on that daemon's host, so the log routes answer
+	// it with what the store holds and name the owner (empty: every
+	// segment is taken for this daemon's).
+	Owner string
 }
 
 // IngressSamples lists the sample Events the ingresses offer in scope.
@@ -113,6 +117,7 @@ type Resources struct {
 	sources   TraceSources
 	samples   IngressSamples
 	live      LiveLogs
+	owner     string
 	streams   *streams
 	// logRecheck overrides logfollow.Recheck (tests).
 	logRecheck time.Duration
@@ -127,7 +132,7 @@ func NewResources(opts ResourcesOptions) (*Resources, error) {
 		return nil, errors.New("management: ResourcesOptions need a Clock")
 	}
 	return &Resources{store: opts.Store, control: opts.Control, artifacts: opts.Artifacts, config: opts.Config,
-		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources, samples: opts.Samples, live: opts.LiveLogs, streams: newStreams()}, nil
+		cursors: opts.Cursors, clock: opts.Clock, sources: opts.Sources, samples: opts.Samples, live: opts.LiveLogs, owner: opts.Owner, streams: newStreams()}, nil
 }
 
 // Routes is the resources' part of the route table, for Options.Routes.

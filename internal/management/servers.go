@@ -37,6 +37,8 @@ type Parts struct {
 	// LiveLogs, when set, says where a running attempt writes its log
 	// (the log routes follow it).
 	LiveLogs LiveLogs
+	// Owner is this daemon's owner id (ResourcesOptions.Owner).
+	Owner string
 	// Toolbelt, when set, answers every execution's toolbelt socket.
 	Toolbelt extension.Toolbelt
 	// ExecutionTokens, when set, lets the management socket recognise an
@@ -92,7 +94,7 @@ func NewServers(p Parts) (*Servers, error) {
 		Store: p.Store, Control: p.Control, Artifacts: p.Artifacts, Config: p.Config, Cursors: p.Cursors, Clock: p.Clock,
 		Sources:  p.Sources,
 		Samples:  p.Samples,
-		LiveLogs: p.LiveLogs,
+		LiveLogs: p.LiveLogs, Owner: p.Owner,
 	})
 	if err != nil {
 		return nil, err

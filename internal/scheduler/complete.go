@@ -83,6 +83,7 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 		c.discard()
 		return err
 	}
+	c.done()
 	s.logOutcome(ctx, executionID)
 	return nil
 }
@@ -128,6 +129,14 @@ func (s *Scheduler) syncStaged(cs []*completion) {
 func (c *completion) discard() {
 	for _, st := range c.staged {
 		_ = st.Discard()
+	}
+}
+
+// done releases what staging kept outside storage once the completion
+// committed (the spools of bytes that went into the database).
+func (c *completion) done() {
+	for _, st := range c.staged {
+		_ = st.Done()
 	}
 }
 

@@ -1054,6 +1054,7 @@ func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 		})
 		if err == nil {
 			for _, c := range cs {
+				c.done()
 				s.logOutcome(ctx, c.executionID)
 			}
 			return errs
@@ -1065,6 +1066,7 @@ func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 			c.discard()
 			continue
 		}
+		c.done()
 		s.logOutcome(ctx, c.executionID)
 	}
 	return errs

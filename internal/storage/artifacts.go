@@ -2,119 +2,115 @@ package storage
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-
-	"github.com/open-conduit/open-conduit/internal/atomicfile"
 )
 
-// Artifacts keeps the bytes of artifacts as files in one directory, named by
-// artifact id, and their metadata in the Store. Bytes are written (and
-// synced) before the metadata commits, so a committed Artifact always has its
-// file; a file whose metadata never committed is invisible.
+// Artifacts keeps artifacts: their bytes where the store's engine keeps
+// them (Store.ArtifactBlobs: files in one directory, named by artifact
+// id, or chunks in the database) and their metadata in the Store. Bytes
+// are staged before the metadata commits and committed with it, so a
+// committed Artifact always has its bytes; bytes whose metadata never
+// committed are invisible.
 type Artifacts struct {
 	store Store
-	dir   string
+	blobs Blobs
 }
 
-// NewArtifacts returns the artifact store over dir, creating it owner-only.
+// NewArtifacts returns the artifact store over dir, creating it owner-only:
+// the directory of the bytes themselves, or of bytes on their way into the
+// database, as the store's engine keeps them.
 func NewArtifacts(store Store, dir string) (*Artifacts, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("storage: create the artifact directory: %w", err)
+	blobs, err := store.ArtifactBlobs(dir)
+	if err != nil {
+		return nil, err
 	}
-	return &Artifacts{store: store, dir: dir}, nil
+	return &Artifacts{store: store, blobs: blobs}, nil
 }
 
-// Staged is an artifact whose bytes are on disk and whose metadata has not
+// Staged is an artifact whose bytes are staged and whose metadata has not
 // been committed yet.
 type Staged struct {
-	a      *Artifacts
-	id     string
-	size   int64
-	sha256 string
+	id   string
+	blob StagedBlob
 }
 
 // ID is the staged artifact's id.
 func (s *Staged) ID() string { return s.id }
 
-// validArtifactID keeps artifact ids usable as file names.
-func validArtifactID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func (a *Artifacts) path(id string) string { return filepath.Join(a.dir, id) }
-
-// Stage copies r into the directory as the bytes of artifact id. An id
-// whose bytes are already there (a committed artifact, or another stage)
-// is ErrDuplicate and its file is left untouched: staging never replaces
-// the bytes of an artifact, so a refused commit cannot take them with it.
+// Stage takes the bytes of artifact id from r. An id whose bytes are
+// already kept (a committed artifact, or another stage) is ErrDuplicate,
+// here or at the commit, and the bytes kept are left untouched: staging
+// never replaces the bytes of an artifact, so a refused commit cannot take
+// them with it.
 func (a *Artifacts) Stage(id string, r io.Reader) (*Staged, error) {
-	st, err := a.StageUnsynced(id, r)
+	if err := checkArtifactID(id); err != nil {
+		return nil, err
+	}
+	b, err := a.blobs.Stage(id, r)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.SyncNames(); err != nil {
-		_ = st.Discard()
-		return nil, fmt.Errorf("storage: stage artifact: %w", err)
-	}
-	return st, nil
+	return &Staged{id: id, blob: b}, nil
 }
 
-// StageUnsynced is Stage whose bytes are synced but whose name is not yet
-// durable: the caller calls SyncNames before any of its stages' metadata
-// commits, once for as many stages as it made. A crash before SyncNames
-// may lose the file, never a committed artifact's.
+// StageUnsynced is Stage for a caller that stages several artifacts and
+// then calls SyncNames once, before any of their metadata commits: where
+// bytes are files, each file is synced but its name is not yet durable (a
+// crash before SyncNames may lose the file, never a committed artifact's).
+// Where bytes go into the database it is Stage.
 func (a *Artifacts) StageUnsynced(id string, r io.Reader) (*Staged, error) {
-	if !validArtifactID(id) {
-		return nil, fmt.Errorf("storage: artifact id %q is not a plain identifier", id)
+	if err := checkArtifactID(id); err != nil {
+		return nil, err
 	}
-	h := sha256.New()
-	n, err := atomicfile.WriteNewFrom(a.path(id), io.TeeReader(r, h), 0o600, atomicfile.TempPrefix(".stage-"), atomicfile.NoDirSync())
-	if errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("%w: artifact %s already has its bytes; stage it under a new id", ErrDuplicate, id)
+	u, ok := a.blobs.(namesSyncer)
+	if !ok {
+		return a.Stage(id, r)
 	}
+	b, err := u.StageUnsynced(id, r)
 	if err != nil {
-		return nil, fmt.Errorf("storage: stage artifact: %w", err)
+		return nil, err
 	}
-	return &Staged{a: a, id: id, size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
+	return &Staged{id: id, blob: b}, nil
 }
 
-// SyncNames makes the names of every artifact staged so far durable (one
-// sync of the directory).
-func (a *Artifacts) SyncNames() error { return atomicfile.SyncDir(a.dir) }
+// SyncNames makes the names of every artifact staged so far durable: one
+// sync of the directory where bytes are files, nothing otherwise.
+func (a *Artifacts) SyncNames() error {
+	if u, ok := a.blobs.(namesSyncer); ok {
+		return u.SyncNames()
+	}
+	return nil
+}
 
-// Commit records the staged artifact's metadata in tx. meta's ID, Size and
-// SHA256 are taken from the staged bytes.
+// namesSyncer is Blobs whose staged names become durable apart from their
+// bytes (files in a directory).
+type namesSyncer interface {
+	StageUnsynced(id string, r io.Reader) (StagedBlob, error)
+	SyncNames() error
+}
+
+// Commit records the staged artifact's metadata and its bytes in tx.
+// meta's ID, Size and SHA256 are taken from the staged bytes. It may be
+// called again in another transaction when the first rolled back.
 func (s *Staged) Commit(ctx context.Context, tx Tx, meta Artifact) (Artifact, error) {
-	meta.ID, meta.Size, meta.SHA256 = s.id, s.size, s.sha256
+	meta.ID, meta.Size, meta.SHA256 = s.id, s.blob.Size(), s.blob.SHA256()
 	if err := tx.InsertArtifact(ctx, &meta); err != nil {
+		return Artifact{}, err
+	}
+	if err := s.blob.Commit(ctx, tx); err != nil {
 		return Artifact{}, err
 	}
 	return meta, nil
 }
 
+// Done releases what staging kept outside the store once the transaction
+// of Commit committed.
+func (s *Staged) Done() error { return s.blob.Done() }
+
 // Discard removes staged bytes whose metadata was not committed.
-func (s *Staged) Discard() error {
-	err := os.Remove(s.a.path(s.id))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
-}
+func (s *Staged) Discard() error { return s.blob.Discard() }
 
 // Put stores the bytes of r and the metadata in one step.
 func (a *Artifacts) Put(ctx context.Context, meta Artifact, r io.Reader) (Artifact, error) {
@@ -131,6 +127,7 @@ func (a *Artifacts) Put(ctx context.Context, meta Artifact, r io.Reader) (Artifa
 		_ = st.Discard()
 		return Artifact{}, err
 	}
+	_ = st.Done()
 	return out, nil
 }
 
@@ -145,19 +142,16 @@ func (a *Artifacts) PutFile(ctx context.Context, meta Artifact, path string) (Ar
 }
 
 // Open returns an artifact's metadata and its bytes, positioned at the
-// start; the file supports Seek and ReadAt for range reads. The caller
-// closes it.
-func (a *Artifacts) Open(ctx context.Context, id string) (Artifact, *os.File, error) {
+// start; they support Seek and ReadAt for range reads. The caller closes
+// them.
+func (a *Artifacts) Open(ctx context.Context, id string) (Artifact, Blob, error) {
 	meta, err := a.store.GetArtifact(ctx, id)
 	if err != nil {
 		return Artifact{}, nil, err
 	}
-	if !validArtifactID(meta.ID) {
-		return Artifact{}, nil, fmt.Errorf("storage: artifact id %q is not a plain identifier", id)
-	}
-	f, err := os.Open(a.path(meta.ID))
+	b, err := a.blobs.Open(ctx, meta)
 	if err != nil {
-		return Artifact{}, nil, fmt.Errorf("storage: artifact %s has no bytes: %w", id, err)
+		return Artifact{}, nil, err
 	}
-	return meta, f, nil
+	return meta, b, nil
 }

@@ -12,10 +12,11 @@ import (
 // other once SyncNames has run; Stage is StageUnsynced and SyncNames.
 func TestStageUnsyncedThenSyncNames(t *testing.T) {
 	dir := t.TempDir()
-	a, err := NewArtifacts(nil, dir)
+	blobs, err := FileBlobs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := &Artifacts{blobs: blobs}
 	st, err := a.StageUnsynced("art_1", strings.NewReader("log"))
 	if err != nil {
 		t.Fatal(err)

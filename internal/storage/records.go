@@ -324,7 +324,7 @@ type Timer struct {
 }
 
 // Artifact is the metadata of bytes an execution produced; the bytes live
-// in Artifacts' directory.
+// where the engine keeps them (Store.ArtifactBlobs).
 type Artifact struct {
 	ID        string
 	Execution string

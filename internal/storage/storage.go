@@ -54,6 +54,11 @@ type Store interface {
 	// back, even if ctx has ended, and the error is returned unchanged.
 	// Writes are serialised: one WithTx runs at a time.
 	WithTx(ctx context.Context, fn func(tx Tx) error) error
+	// ArtifactBlobs is where the engine keeps the bytes of artifacts, dir
+	// being the daemon's own directory for them: FileBlobs(dir) keeps them
+	// there, ChunkBlobs keeps them in the database (dir holds only bytes
+	// on their way in), so that every daemon on it reads them.
+	ArtifactBlobs(dir string) (Blobs, error)
 	// Close releases the store. It must not be used afterwards.
 	Close() error
 }
@@ -117,6 +122,10 @@ type Reader interface {
 
 	GetArtifact(ctx context.Context, id string) (Artifact, error)
 	ListArtifacts(ctx context.Context, p *ListArtifactsParams) ([]Artifact, error)
+	// GetArtifactChunk returns chunk seq of an artifact's bytes kept in
+	// the database, or ErrNotFound (always, on an engine that keeps them
+	// as files).
+	GetArtifactChunk(ctx context.Context, id string, seq int64) ([]byte, error)
 }
 
 // Tx is the write transaction. Its Reader methods see its own writes.
@@ -183,4 +192,9 @@ type Tx interface {
 	FireTimer(ctx context.Context, id string, at time.Time) error
 
 	InsertArtifact(ctx context.Context, a *Artifact) error
+	// InsertArtifactChunk stores one chunk of the bytes of an artifact
+	// inserted before it (ErrNotFound when there is none, ErrDuplicate
+	// when the chunk is there); an engine that keeps bytes as files
+	// refuses it.
+	InsertArtifactChunk(ctx context.Context, c *ArtifactChunk) error
 }

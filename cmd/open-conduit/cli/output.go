@@ -71,6 +71,10 @@ const (
 	codeTokenFile   = "token_file_unreadable"
 )
 
+// codeLogElsewhere: a log whose attempt another daemon of the store runs
+// (client.LogElsewhereError).
+const codeLogElsewhere = "log_elsewhere"
+
 // clientFailure turns an error from the client into an error that says
 // what happened and what to do next: exit 2 for a refusal of the request
 // as invalid (usageCodes), 1 otherwise; it carries the daemon's code for
@@ -101,6 +105,10 @@ func clientFailure(err error, t target) error {
 			return cliexit.Coded(ExitFailed, codeUnreachable, "cannot reach the daemon at %s: permission denied; the socket is its owner's alone, so run this command as the user who runs the daemon", ue.Socket)
 		}
 		return cliexit.Coded(ExitFailed, codeUnreachable, "cannot reach the daemon at %s (from %s): %v", ue.Socket, t.socketFrom, ue.Err)
+	}
+	var le *client.LogElsewhereError
+	if errors.As(err, &le) {
+		return cliexit.Coded(ExitFailed, codeLogElsewhere, "%v", le)
 	}
 	var ae *client.APIError
 	if errors.As(err, &ae) {

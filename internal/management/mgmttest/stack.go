@@ -69,6 +69,9 @@ type StackOptions struct {
 	// LiveLogs says where a running attempt writes its log (the log
 	// routes); nil serves stored logs only.
 	LiveLogs management.LiveLogs
+	// Owner is the daemon's owner id the log routes compare attempts'
+	// owners with (empty: every attempt is taken for this daemon's).
+	Owner string
 	// OnCommit, when set, is told of every committed write transaction
 	// of the Stack's store (sqlite.Options.OnCommit).
 	OnCommit func(time.Duration)
@@ -173,7 +176,7 @@ func OpenStack(t testing.TB, opts StackOptions) (*Stack, error) {
 	srv, err := management.NewServers(management.Parts{
 		Store: store, Control: ctl, Actions: acts, Config: cfg, Artifacts: arts, Cursors: cursors,
 		Clock: opts.Clock, Entropy: rand.NewChaCha8([32]byte{11}), Logger: DiscardLogger(), Version: "test",
-		LiveLogs: opts.LiveLogs,
+		LiveLogs: opts.LiveLogs, Owner: opts.Owner,
 	})
 	if err != nil {
 		t.Fatal(err)

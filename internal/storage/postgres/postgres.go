@@ -441,3 +441,8 @@ func engineMessage(err error) string {
 	}
 	return err.Error()
 }
+
+// ArtifactBlobs keeps artifact bytes in the database, in chunks
+// (storage.ChunkBlobs), so that every daemon on it reads them; dir holds
+// only bytes on their way in.
+func (s *Store) ArtifactBlobs(dir string) (storage.Blobs, error) { return storage.ChunkBlobs(s, dir) }

@@ -647,3 +647,9 @@ func (q queries) ListArtifacts(ctx context.Context, p *storage.ListArtifactsPara
 	rows, err := q.q.query(ctx, `SELECT `+artifactCols+` FROM artifacts`+w.sql()+tail, w.args...)
 	return collect(rows, err, scanArtifact)
 }
+
+func (q queries) GetArtifactChunk(ctx context.Context, id string, seq int64) ([]byte, error) {
+	var data []byte
+	err := q.q.queryRow(ctx, `SELECT data FROM artifact_chunks WHERE artifact = ? AND seq = ?`, id, seq).Scan(&data)
+	return data, one(err, "artifact chunk", fmt.Sprintf("%s/%d", id, seq))
+}

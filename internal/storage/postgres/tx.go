@@ -503,3 +503,21 @@ func (t *tx) InsertArtifact(ctx context.Context, a *storage.Artifact) error {
 	}
 	return nil
 }
+
+func (t *tx) InsertArtifactChunk(ctx context.Context, c *storage.ArtifactChunk) error {
+	ok, err := t.exists(ctx, `SELECT 1 FROM artifacts WHERE id = ?`, c.Artifact)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: artifact %s (its row comes before its chunks)", storage.ErrNotFound, c.Artifact)
+	}
+	ok, err = t.insert(ctx, "insert artifact chunk", `INSERT INTO artifact_chunks (artifact, seq, data) VALUES (?, ?, ?)`, c.Artifact, c.Seq, c.Data)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: chunk %d of artifact %s exists", storage.ErrDuplicate, c.Seq, c.Artifact)
+	}
+	return nil
+}

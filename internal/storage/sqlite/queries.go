@@ -586,3 +586,8 @@ func (q queries) ListArtifacts(ctx context.Context, p *storage.ListArtifactsPara
 	rows, err := q.q.QueryContext(ctx, `SELECT `+artifactCols+` FROM artifacts`+w.sql()+tail, w.args...)
 	return collect(rows, err, scanArtifact)
 }
+
+// GetArtifactChunk finds nothing: SQLite keeps artifact bytes as files.
+func (q queries) GetArtifactChunk(_ context.Context, id string, seq int64) ([]byte, error) {
+	return nil, fmt.Errorf("%w: chunk %d of artifact %s (sqlite keeps artifact bytes as files)", storage.ErrNotFound, seq, id)
+}

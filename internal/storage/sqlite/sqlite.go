@@ -332,3 +332,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) 
 	}
 	return nil
 }
+
+// ArtifactBlobs keeps artifact bytes as files in dir, beside the
+// database on the daemon's own disk.
+func (s *Store) ArtifactBlobs(dir string) (storage.Blobs, error) { return storage.FileBlobs(dir) }

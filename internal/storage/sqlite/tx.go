@@ -461,3 +461,9 @@ func (t *tx) InsertArtifact(ctx context.Context, a *storage.Artifact) error {
 		a.ID, a.Execution, a.Work, a.Name, a.MediaType, a.Size, a.SHA256, ts(a.CreatedAt))
 	return writeErr(err, "insert artifact")
 }
+
+// InsertArtifactChunk is refused: SQLite keeps artifact bytes as files
+// (ArtifactBlobs).
+func (t *tx) InsertArtifactChunk(_ context.Context, c *storage.ArtifactChunk) error {
+	return fmt.Errorf("sqlite: artifact %s: this store keeps artifact bytes as files, not in chunks", c.Artifact)
+}

@@ -3,10 +3,10 @@
 // executions with their leases and epochs, declarations, waits and timers;
 // the toolbelt's tokens, request records and call records; the management
 // API's credentials, idempotency records, configuration generations, scope
-// records and cursor key; artifacts' metadata; and the human extension's
-// approvals; the duty leases of several daemons), written once and run
-// against every engine (SQLite and PostgreSQL) so that they keep the
-// same rules.
+// records and cursor key; artifacts' metadata and bytes; the human
+// extension's approvals; and the duty leases of several daemons), written
+// once and run against every engine (SQLite and PostgreSQL) so that they
+// keep the same rules.
 //
 // Every case is a named Case in a registry (Cases), grouped by area, one
 // file per area, and runs on a fresh database of its own, reopening it
