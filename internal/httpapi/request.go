@@ -31,6 +31,19 @@ const MaxBody = 1 << 20
 // since only the handler knows its fields.
 // It returns the body and the hash of its canonical form.
 func ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, hash string, err error) {
+	return readBody(w, r, strictJSON)
+}
+
+// ReadJSON is ReadBody for a route that never compares one body with
+// another (the toolbelt socket's call, whose idempotency the toolbelt
+// keys on the input alone): the same discipline and refusals, without
+// hashing the canonical form.
+func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, _, err := readBody(w, r, func(b []byte) (string, error) { return "", checkJSON(b) })
+	return body, err
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, check func([]byte) (string, error)) (body []byte, hash string, err error) {
 	if r.URL.RawQuery != "" || r.URL.ForceQuery {
 		return nil, "", Errorf(CodeInvalidRequest, "a %s request takes no query string; put its parameters in the JSON body", r.Method)
 	}
@@ -51,7 +64,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, hash string,
 		}
 		return nil, "", Wrap(CodeInvalidRequest, err, "the request body could not be read; send it again")
 	}
-	hash, err = strictJSON(body)
+	hash, err = check(body)
 	if err != nil {
 		return nil, "", err
 	}
@@ -88,30 +101,8 @@ func checkContentType(vals []string) error {
 // errors are invalid_request with a message naming the place (a JSON
 // pointer into the caller's own body) but never a value.
 func strictJSON(b []byte) (string, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return "", Errorf(CodeInvalidRequest, "the request body is empty; send a JSON object ({} when the request has no fields)")
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(b))
-	for first := true; ; first = false {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return "", syntaxError(err)
-		}
-		if first && tok.Kind() != '{' {
-			return "", Errorf(CodeInvalidRequest, "the request body must be a JSON object")
-		}
-		if tok.Kind() == 'n' {
-			return "", Errorf(CodeInvalidRequest, "null is not allowed (at %s); leave the field out instead", pointer(dec.StackPointer()))
-		}
-		if tok.Kind() == '0' && !NumberInRange(tok.String()) {
-			return "", Errorf(CodeInvalidRequest, "a number out of range (at %s): a number must be one a 64-bit float holds, neither beyond ±1.8e308 nor a nonzero one below 4.9e-324", pointer(dec.StackPointer()))
-		}
-		if dec.StackDepth() == 0 {
-			break
-		}
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return "", Errorf(CodeInvalidRequest, "the request body must hold exactly one JSON value")
+	if err := checkJSON(b); err != nil {
+		return "", err
 	}
 	v := jsontext.Value(bytes.Clone(b))
 	if err := v.Canonicalize(); err != nil {
@@ -119,6 +110,36 @@ func strictJSON(b []byte) (string, error) {
 	}
 	sum := sha256.Sum256(v)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// checkJSON is strictJSON's check without the hash.
+func checkJSON(b []byte) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Errorf(CodeInvalidRequest, "the request body is empty; send a JSON object ({} when the request has no fields)")
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	for first := true; ; first = false {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return syntaxError(err)
+		}
+		if first && tok.Kind() != '{' {
+			return Errorf(CodeInvalidRequest, "the request body must be a JSON object")
+		}
+		if tok.Kind() == 'n' {
+			return Errorf(CodeInvalidRequest, "null is not allowed (at %s); leave the field out instead", pointer(dec.StackPointer()))
+		}
+		if tok.Kind() == '0' && !NumberInRange(tok.String()) {
+			return Errorf(CodeInvalidRequest, "a number out of range (at %s): a number must be one a 64-bit float holds, neither beyond ±1.8e308 nor a nonzero one below 4.9e-324", pointer(dec.StackPointer()))
+		}
+		if dec.StackDepth() == 0 {
+			break
+		}
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return Errorf(CodeInvalidRequest, "the request body must hold exactly one JSON value")
+	}
+	return nil
 }
 
 // NumberInRange reports whether raw, a JSON number, is one a float64

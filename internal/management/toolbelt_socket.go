@@ -16,18 +16,42 @@ import (
 // refused there with wrong_credential_class, and failures are logged to
 // the server's logger.
 func (s *Server) ExecutionHandler(tb extension.Toolbelt) http.Handler {
-	opts := toolbeltapi.Options{Toolbelt: tb, Operators: operatorCheck{s.opts.Credentials}, Logger: s.log}
+	opts := toolbeltapi.Options{Toolbelt: tb, Operators: newOperatorCheck(s.opts.Credentials, tb), Logger: s.log}
 	if s.opts.Refused != nil {
 		opts.Refused = func(code string) { s.opts.Refused(SocketToolbelt, code) }
 	}
 	return toolbeltapi.New(opts)
 }
 
+// knownExecutionTokens is what the toolbelt tells the operator check
+// without reading storage: whether a digest is a live execution token it
+// authenticated a call with (toolbelt.Toolbelt.CachedExecutionToken).
+type knownExecutionTokens interface {
+	CachedExecutionToken(d Digest) bool
+}
+
 // operatorCheck is the toolbelt socket's port onto the operator
-// credentials.
-type operatorCheck struct{ creds Credentials }
+// credentials. A digest the toolbelt holds as a live execution token is
+// not an operator's (both credentials are 32 random bytes, so they never
+// share a digest), and is answered without the credential lookup, which
+// every call would otherwise make.
+type operatorCheck struct {
+	creds Credentials
+	known func(Digest) bool // nil: always look up
+}
+
+func newOperatorCheck(creds Credentials, tb extension.Toolbelt) operatorCheck {
+	check := operatorCheck{creds: creds}
+	if k, ok := tb.(knownExecutionTokens); ok {
+		check.known = k.CachedExecutionToken
+	}
+	return check
+}
 
 func (o operatorCheck) IsOperator(ctx context.Context, d Digest) (bool, error) {
+	if o.known != nil && o.known(d) {
+		return false, nil
+	}
 	c, err := o.creds.ByDigest(ctx, d)
 	switch {
 	case err == nil:

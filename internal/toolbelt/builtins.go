@@ -185,7 +185,14 @@ func (tb *Toolbelt) emitInTx(ctx context.Context, tx storage.Tx, s *segment, cal
 	if _, err := tb.rt.Route(ctx, tx, ev); err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]any{"event_id": ev.ID, "seq": ev.Seq})
+	return json.Marshal(emitted{EventID: ev.ID, Seq: ev.Seq})
+}
+
+// emitted is an emission's result: the same members, in the same order,
+// as the map it replaced, without sorting a map's keys on every emit.
+type emitted struct {
+	EventID string `json:"event_id"`
+	Seq     int64  `json:"seq"`
 }
 
 type emitInput struct {

@@ -227,15 +227,9 @@ func checkRequestID(id string) error {
 // compacted and the hex SHA-256 of its canonical form (RFC 8785), so that
 // whitespace and member order never make two requests differ.
 func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = json.RawMessage(`{}`)
-	}
-	v := jsontext.Value(bytes.Clone(input))
-	if err := v.Compact(); err != nil || v.Kind() != '{' {
-		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input must be one JSON object ({} when the operation takes none)")
-	}
-	if !numbersInRange(v) {
-		return nil, "", kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input holds a number out of range: a number must be one a 64-bit float holds")
+	v, err := compactInput(input)
+	if err != nil {
+		return nil, "", err
 	}
 	c := jsontext.Value(bytes.Clone(v))
 	if err := c.Canonicalize(); err != nil {
@@ -243,6 +237,23 @@ func canonicalInput(input json.RawMessage) (json.RawMessage, string, error) {
 	}
 	sum := sha256.Sum256(c)
 	return json.RawMessage(v), hex.EncodeToString(sum[:]), nil
+}
+
+// compactInput is canonicalInput without the hash, for a call without a
+// request ID, whose input is never compared with another's: the same
+// checks and refusals, the input compacted.
+func compactInput(input json.RawMessage) (jsontext.Value, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	v := jsontext.Value(bytes.Clone(input))
+	if err := v.Compact(); err != nil || v.Kind() != '{' {
+		return nil, kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input must be one JSON object ({} when the operation takes none)")
+	}
+	if !numbersInRange(v) {
+		return nil, kernel.Refuse(extension.ErrInvalid, "invalid_request", "the input holds a number out of range: a number must be one a 64-bit float holds")
+	}
+	return v, nil
 }
 
 // numbersInRange reports whether every number of v, valid JSON, is one a
@@ -359,7 +370,16 @@ func (tb *Toolbelt) call(ctx context.Context, token string, req extension.CallRe
 	if err := checkRequestID(req.RequestID); err != nil {
 		return c, res, hit, err
 	}
-	input, hash, err := canonicalInput(req.Input)
+	// The input's hash is only ever compared under a request ID.
+	var input json.RawMessage
+	var hash string
+	if req.RequestID != "" {
+		input, hash, err = canonicalInput(req.Input)
+	} else {
+		var v jsontext.Value
+		v, err = compactInput(req.Input)
+		input = json.RawMessage(v)
+	}
 	if err != nil {
 		return c, res, hit, err
 	}

@@ -82,6 +82,17 @@ func (c *tokenCache) dropAll() {
 // call regardless.
 func (tb *Toolbelt) InvalidateTokens() { tb.tokens.dropAll() }
 
+// CachedExecutionToken reports whether the token cache holds an
+// unexpired execution token under d: one a call authenticated with and
+// nothing dropped since. It reads no storage; the toolbelt socket's
+// operator check asks it so that a call on a cached token skips the
+// operator credential lookup. It says nothing about whether a call on the
+// token would pass: the chain still runs in full.
+func (tb *Toolbelt) CachedExecutionToken(d bearer.Digest) bool {
+	t, _, ok := tb.tokens.get(d)
+	return ok && tb.clock.Now().Before(t.ExpiresAt)
+}
+
 // authenticateCached is authenticate served from the token cache when it
 // holds the token (hit), else from storage, caching a live token.
 func (tb *Toolbelt) authenticateCached(ctx context.Context, token string) (t storage.Token, hit bool, err error) {

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extension"
+	"github.com/open-conduit/open-conduit/internal/bearer"
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/toolbelt"
 	"github.com/open-conduit/open-conduit/internal/toolbelt/toolbelttest"
@@ -166,5 +168,50 @@ func TestTokenCacheNewEpochRefusesTheOldToken(t *testing.T) {
 	refused(t, err, "after the recovery")
 	if _, err := cf.f.Call(b.Token, "emit", `{"type":"cache.tick"}`, ""); err != nil {
 		t.Fatalf("the new epoch's token: %v", err)
+	}
+}
+
+// CachedExecutionToken answers from the cache alone: a token a call
+// authenticated with, until something drops it or it expires.
+func TestCachedExecutionTokenFollowsTheCache(t *testing.T) {
+	cf := warmCache(t)
+	d := bearer.DigestOf(cf.a.Token)
+	if !cf.tb.CachedExecutionToken(d) {
+		t.Fatal("a token two calls authenticated with is not cached")
+	}
+	other, err := cf.f.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.tb.CachedExecutionToken(bearer.DigestOf(other.Token)) {
+		t.Fatal("a token no call used is reported cached")
+	}
+	before := cf.look.n.Load()
+	cf.tb.CachedExecutionToken(d)
+	if cf.look.n.Load() != before {
+		t.Fatal("CachedExecutionToken read storage")
+	}
+	cf.tb.InvalidateTokens()
+	if cf.tb.CachedExecutionToken(d) {
+		t.Fatal("still cached after InvalidateTokens")
+	}
+	if _, err := cf.f.Call(cf.a.Token, "emit", `{"type":"cache.tick"}`, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := cf.tb.Revoke(context.Background(), cf.a.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	if cf.tb.CachedExecutionToken(d) {
+		t.Fatal("still cached after its revocation")
+	}
+	if _, err := cf.f.Call(other.Token, "emit", `{"type":"cache.tick"}`, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !cf.tb.CachedExecutionToken(bearer.DigestOf(other.Token)) {
+		t.Fatal("the second attempt's token is not cached after its call")
+	}
+	cf.f.Env.Clock.Advance(toolbelttest.Deadline + time.Minute)
+	if cf.tb.CachedExecutionToken(bearer.DigestOf(other.Token)) {
+		t.Fatal("an expired token is reported cached")
 	}
 }

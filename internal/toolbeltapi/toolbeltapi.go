@@ -143,7 +143,7 @@ func socketAssertions(r *http.Request) (string, extension.Assertions) {
 // superseded caller nothing; a refusal of the request's shape keeps its
 // message, written from the caller's own request, never a token or secret.
 func (h *handler) call(w http.ResponseWriter, r *http.Request) (any, error) {
-	body, _, err := httpapi.ReadBody(w, r)
+	body, err := httpapi.ReadJSON(w, r)
 	if err != nil {
 		return nil, err
 	}

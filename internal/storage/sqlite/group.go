@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -184,8 +185,27 @@ func (s *Store) undo(b *batch, ctl *txQuerier) error {
 // passTurn ends the holder's turn: the next queued caller joins the open
 // batch, or, when nobody is queued (or the batch is full or lost), the
 // holder commits the batch and the next queued caller begins another.
+//
+// A batch of one caller with nobody queued yields its processor once
+// (runtime.Gosched) before it commits: the goroutines already runnable,
+// such as requests read and on their way to WithTx, run first, and those
+// that queue meanwhile join this batch instead of waiting for its fsync
+// and forming the next. Concurrent callers released together by one
+// COMMIT otherwise split, batch after batch, into the first one back
+// alone and all the others (measured in docs/performance.md). A larger
+// batch does not yield: its callers are already in it, and a yield would
+// only delay its commit. The yield waits for nothing: with nothing else
+// runnable it returns at once, so a lone writer commits as before.
 func (s *Store) passTurn() {
 	b := s.cur
+	if b != nil && b.lost == nil && b.size == 1 {
+		s.mu.Lock()
+		alone := len(s.queue) == 0
+		s.mu.Unlock()
+		if alone {
+			runtime.Gosched()
+		}
+	}
 	s.mu.Lock()
 	if b != nil && b.lost == nil && b.size < maxBatch && len(s.queue) > 0 {
 		s.handOnLocked()

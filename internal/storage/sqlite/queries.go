@@ -73,6 +73,10 @@ func jsonList(v []string) string {
 }
 
 func parseList(s string) ([]string, error) {
+	if s == "[]" {
+		// Most lists are empty (every Work without grants): no decoder.
+		return []string{}, nil
+	}
 	var v []string
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return nil, fmt.Errorf("sqlite: corrupt list %q: %w", s, err)

@@ -124,6 +124,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", opts.Synchronous)
 	q.Set("_txlock", "immediate")
+	// Temporary files in memory: the sub-journal of each caller's savepoint
+	// in a batch (the pages it changed, kept to roll it back alone)
+	// otherwise spills to a temporary file past 64 KiB, and a batch then
+	// writes each of those pages to disk once more than it commits.
+	q.Set("_pragma", "temp_store(MEMORY)")
 	writer, err := sql.Open(opts.Driver, opts.Path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
@@ -143,6 +148,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 
 	q.Del("_txlock")
+	q.Del("_pragma")
 	q.Set("_query_only", "1")
 	readers, err := sql.Open(opts.Driver, opts.Path+"?"+q.Encode())
 	if err != nil {

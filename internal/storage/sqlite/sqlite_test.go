@@ -79,7 +79,7 @@ func TestConformanceNegativeControl(t *testing.T) {
 func TestOpenSettings(t *testing.T) {
 	s := openFresh(t).(*sqlite.Store)
 	ctx := context.Background()
-	for name, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "synchronous": "2", "busy_timeout": "5000"} {
+	for name, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "synchronous": "2", "busy_timeout": "5000", "temp_store": "2"} {
 		got, err := s.Pragma(ctx, name)
 		if err != nil {
 			t.Fatal(err)
