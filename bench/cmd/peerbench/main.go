@@ -46,6 +46,7 @@ type options struct {
 	riverCooldown, riverPoll time.Duration
 	keep                     bool
 	postgres, pgDurable      bool
+	pgShell                  bool
 	profile                  string
 }
 
@@ -80,6 +81,7 @@ func main() {
 	flag.DurationVar(&o.riverPoll, "river-fetch-poll", 50*time.Millisecond, "River's FetchPollInterval (River's default is 1s)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, daemon logs)")
 	flag.BoolVar(&o.postgres, "postgres", false, "run the PostgreSQL peer benchmark instead: one and two daemons and River on one throwaway cluster (uses -rounds, -clients, -work and River's fetch settings)")
+	flag.BoolVar(&o.pgShell, "pg-shell", false, "with -postgres: run shell `true` instead of the no-op package executor")
 	flag.BoolVar(&o.pgDurable, "pg-durable", true, "with -postgres: run the cluster with fsync and synchronous_commit on (false: off, as the tests' clusters)")
 	flag.StringVar(&o.profile, "cpu-profile", "", "write each round's daemon CPU profile into this directory (the daemon's hidden --cpu-profile)")
 	flag.Parse()
@@ -139,7 +141,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	if o.postgres {
-		return runPostgres(ctx, o, bin, tmp, shellTrue, w)
+		ex := noopPkg
+		if o.pgShell {
+			ex = shellTrue
+		}
+		return runPostgres(ctx, o, bin, tmp, ex, w)
 	}
 	var rounds []round
 	for i := range o.rounds {

@@ -76,6 +76,22 @@ func noopManifest() []byte {
 // and the manifest), installs it with its permission accepted, and applies
 // the configuration with the scope whose binding runs it.
 func (d *daemon) installNoop(ctx context.Context, running int) error {
+	if err := d.layoutAndInstallNoop(ctx); err != nil {
+		return err
+	}
+	cur, err := d.c.Config(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := d.c.ApplyConfig(ctx, daemonConfigWith(d.ctl, running, true), cur.Generation, "", nil); err != nil {
+		return fmt.Errorf("applying the configuration with the no-op binding: %w", err)
+	}
+	return nil
+}
+
+// layoutAndInstallNoop lays out the package under the daemon's root and
+// installs it with its permission accepted.
+func (d *daemon) layoutAndInstallNoop(ctx context.Context) error {
 	dir := filepath.Join(d.root, "noop-pkg")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -96,13 +112,6 @@ func (d *daemon) installNoop(ctx context.Context, running int) error {
 	}
 	if _, err := d.c.InstallPackage(ctx, client.InstallPackageRequest{Dir: dir, FilesHash: ins.Package.FilesHash, AcceptPermissions: ins.Package.Permissions}, nil); err != nil {
 		return fmt.Errorf("installing the no-op package: %w", err)
-	}
-	cur, err := d.c.Config(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := d.c.ApplyConfig(ctx, daemonConfigWith(d.ctl, running, true), cur.Generation, "", nil); err != nil {
-		return fmt.Errorf("applying the configuration with the no-op binding: %w", err)
 	}
 	return nil
 }

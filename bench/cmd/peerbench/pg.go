@@ -33,7 +33,14 @@ import (
 type schedExecutor struct {
 	label   string
 	binding map[string]any
+	// pkg: the binding runs the no-op package, installed into every
+	// daemon of a round before the configuration naming it is applied.
+	pkg bool
 }
+
+// noopPkg is the no-op package executor (noop.go) as the PostgreSQL
+// rounds run it.
+var noopPkg = schedExecutor{label: "no-op package", binding: map[string]any{"executor": noopExecutor}, pkg: true}
 
 // shellTrue is the executor the SQLite scheduling round runs
 // (daemonConfig's "noop").
@@ -47,12 +54,20 @@ var shellTrue = schedExecutor{
 // the daemons of a round hold the same document (the second finds the
 // generation the first published, by its hash).
 func pgConfig(running int, binding map[string]any) []byte {
+	return pgConfigWith(running, binding, false)
+}
+
+// pgConfigWith is pgConfig, with the no-op package enabled when pkg is set.
+func pgConfigWith(running int, binding map[string]any, pkg bool) []byte {
 	cfg := map[string]any{
 		"version": 1,
 		"limits":  map[string]any{"causal_per_minute": 100000, "max_running": running},
 		"scopes": map[string]any{
 			"sched": map[string]any{"bindings": map[string]any{"noop": binding}},
 		},
+	}
+	if pkg {
+		cfg["extensions"] = map[string]any{noopPackageName: map[string]any{"enabled": true}}
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -332,6 +347,11 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 		return err
 	}
 	cfg := pgConfig(o.clients, ex.binding)
+	if ex.pkg {
+		// The daemons start on shell `true`; the package's binding is
+		// applied once it is installed in all of them.
+		cfg = pgConfig(o.clients, shellTrue.binding)
+	}
 	// daemons runs k daemons on a fresh database, or one on SQLite when
 	// k is 0.
 	daemons := func(i, k int) (*clusterResult, error) {
@@ -362,6 +382,11 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 				return nil, err
 			}
 			ds = append(ds, d)
+		}
+		if ex.pkg {
+			if err := installNoopAll(ctx, ds, pgConfigWith(o.clients, ex.binding, true)); err != nil {
+				return nil, err
+			}
 		}
 		r, err := runClusterSched(ctx, ds, o.work, o.clients)
 		if err != nil {
@@ -452,4 +477,37 @@ func reportPostgres(w io.Writer, o options, ex schedExecutor, rs []pgRound) {
 	for i, r := range rs {
 		fmt.Fprintf(w, "- round %d: %.1f, %.1f, %.1f %v, %.1f\n", i+1, r.lite.perSec, r.one.perSec, r.two.perSec, r.two.perOwner, r.river.perSec)
 	}
+}
+
+// installNoopAll installs the no-op package into every daemon of ds (each
+// keeps its installed packages in its own state directory), applies cfg
+// through the first, and waits until every daemon serves the generation
+// it made (the others follow it through the store).
+func installNoopAll(ctx context.Context, ds []*daemon, cfg []byte) error {
+	for _, d := range ds {
+		if err := d.layoutAndInstallNoop(ctx); err != nil {
+			return err
+		}
+	}
+	cur, err := ds[0].c.Config(ctx, nil)
+	if err != nil {
+		return err
+	}
+	applied, err := ds[0].c.ApplyConfig(ctx, cfg, cur.Generation, "", nil)
+	if err != nil {
+		return fmt.Errorf("applying the configuration with the no-op binding: %w", err)
+	}
+	for _, d := range ds {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			c, err := d.c.Config(ctx, nil)
+			if err == nil && c.Generation == applied.Generation {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("a daemon did not follow generation %d within 30s (%v)", applied.Generation, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
 }
