@@ -290,15 +290,8 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		now := s.now()
 		var exe storage.Execution
 		err = s.store.WithTx(ctx, func(tx storage.Tx) error {
-			p := &storage.AdvanceEpochParams{
-				ID: old.ID, FromEpoch: old.Epoch, FromStates: []storage.ExecutionState{old.State}, State: old.State,
-				Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.Limits().Lease), Now: now,
-			}
-			if expiredOnly {
-				p.ExpiredBy = now
-			}
 			var err error
-			if exe, err = tx.AdvanceEpoch(ctx, p); err != nil || !old.Launched() {
+			if exe, err = tx.AdvanceEpoch(ctx, s.takeOver(old, now, expiredOnly)); err != nil || !old.Launched() {
 				return err
 			}
 			// The same segment, observed at the new epoch: it stays
@@ -348,6 +341,20 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// takeOver is the new epoch a recovery takes old at, in old's state, under
+// this daemon's owner and a fresh lease; only once old's lease expired
+// when expiredOnly.
+func (s *Scheduler) takeOver(old storage.Execution, now time.Time, expiredOnly bool) *storage.AdvanceEpochParams {
+	p := &storage.AdvanceEpochParams{
+		ID: old.ID, FromEpoch: old.Epoch, FromStates: []storage.ExecutionState{old.State}, State: old.State,
+		Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.Limits().Lease), Now: now,
+	}
+	if expiredOnly {
+		p.ExpiredBy = now
+	}
+	return p
 }
 
 // neverLaunched ends a recovered attempt that was claimed but never handed

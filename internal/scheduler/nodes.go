@@ -37,15 +37,8 @@ func (s *Scheduler) lostElsewhere(ctx context.Context, old storage.Execution, ex
 	now := s.now()
 	var exe storage.Execution
 	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
-		p := &storage.AdvanceEpochParams{
-			ID: old.ID, FromEpoch: old.Epoch, FromStates: []storage.ExecutionState{old.State}, State: old.State,
-			Owner: s.o.Owner, LeaseExpiresAt: now.Add(s.Limits().Lease), Now: now,
-		}
-		if expiredOnly {
-			p.ExpiredBy = now
-		}
 		var err error
-		if exe, err = tx.AdvanceEpoch(ctx, p); err != nil {
+		if exe, err = tx.AdvanceEpoch(ctx, s.takeOver(old, now, expiredOnly)); err != nil {
 			return err
 		}
 		st, res := storage.ExecutionFinished, storage.ResultLost
