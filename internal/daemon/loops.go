@@ -203,8 +203,8 @@ func (d *Daemon) sweep(ctx context.Context) {
 func (d *Daemon) sweepStore(ctx context.Context) {
 	if res, err := d.tb.SweepToolbelt(ctx); err != nil {
 		d.sweepFailed(ctx, "toolbelt sweep failed", err)
-	} else if res.Tokens+res.Replays+res.Calls > 0 {
-		d.log.Info("toolbelt records swept", "tokens", res.Tokens, "replays", res.Replays, "calls", res.Calls)
+	} else if res.Tokens+res.Replays+res.Calls+res.Egress > 0 {
+		d.log.Info("toolbelt records swept", "tokens", res.Tokens, "replays", res.Replays, "calls", res.Calls, "egress", res.Egress)
 	}
 	if n, err := d.srv.SweepIdempotency(ctx); err != nil {
 		d.sweepFailed(ctx, "idempotency sweep failed", err)

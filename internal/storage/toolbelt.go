@@ -144,6 +144,10 @@ type SweepToolbeltParams struct {
 	ReplaysBefore time.Time
 	// CallsBefore, when non-zero, deletes call records at or before it.
 	CallsBefore time.Time
+	// EgressBefore, when non-zero, deletes the egress proxy's connection
+	// records that ended at or before it (a refused one ended when it
+	// started); a connection still open is kept.
+	EgressBefore time.Time
 }
 
 // SweepToolbeltResult counts what a retention pass deleted.
@@ -151,6 +155,7 @@ type SweepToolbeltResult struct {
 	Tokens  int
 	Replays int
 	Calls   int
+	Egress  int
 }
 
 // ToolbeltReader holds the toolbelt's queries.

@@ -33,6 +33,9 @@ const (
 	// CallRetention: call records (toolbelt.called/rejected) are kept this
 	// long for the operator.
 	CallRetention = 30 * 24 * time.Hour
+	// EgressRetention: the egress proxy's connection records are kept this
+	// long after the connection ended, for the operator.
+	EgressRetention = 30 * 24 * time.Hour
 )
 
 // Refusal records (toolbelt.rejected) are rate-limited per source, so that
@@ -450,7 +453,8 @@ func (tb *Toolbelt) RevokeExecution(ctx context.Context, executionID string) (in
 // SweepToolbelt is the retention pass: it deletes token records
 // TokenRetention after they were revoked or expired, request records
 // ReplayRetention after they were written once their execution finished,
-// and call records older than CallRetention.
+// call records older than CallRetention, and egress connection records
+// EgressRetention after their connection ended.
 func (tb *Toolbelt) SweepToolbelt(ctx context.Context) (storage.SweepToolbeltResult, error) {
 	now := tb.clock.Now()
 	var res storage.SweepToolbeltResult
@@ -458,6 +462,7 @@ func (tb *Toolbelt) SweepToolbelt(ctx context.Context) (storage.SweepToolbeltRes
 		var err error
 		res, err = tx.SweepToolbelt(ctx, &storage.SweepToolbeltParams{
 			TokensBefore: now.Add(-TokenRetention), ReplaysBefore: now.Add(-ReplayRetention), CallsBefore: now.Add(-CallRetention),
+			EgressBefore: now.Add(-EgressRetention),
 		})
 		return err
 	})

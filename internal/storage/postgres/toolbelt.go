@@ -235,5 +235,10 @@ func (t *tx) SweepToolbelt(ctx context.Context, p *storage.SweepToolbeltParams) 
 			return out, err
 		}
 	}
+	if !p.EgressBefore.IsZero() {
+		if out.Egress, err = exec(`DELETE FROM egress_connections WHERE ended_at <> 0 AND ended_at <= ?`, ts(p.EgressBefore)); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -30,6 +31,19 @@ func (t unfencedEgressTx) FinishEgressConnection(ctx context.Context, p *storage
 		return err
 	}
 	return nil
+}
+
+var sweepsEgressAnyAge = txControl("sweeps_egress_any_age", "the retention pass deletes every ended egress record, however recent",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return sweepsEgressTx{tx} })
+
+type sweepsEgressTx struct{ storage.Tx }
+
+func (t sweepsEgressTx) SweepToolbelt(ctx context.Context, p *storage.SweepToolbeltParams) (storage.SweepToolbeltResult, error) {
+	q := *p
+	if !q.EgressBefore.IsZero() {
+		q.EgressBefore = q.EgressBefore.Add(1000 * time.Hour)
+	}
+	return t.Tx.SweepToolbelt(ctx, &q)
 }
 
 var egressIgnoresExecution = stateless("egress_ignores_execution", "ListEgressConnections ignores the execution filter",

@@ -17,7 +17,42 @@ func egressCases() []Case {
 		{Name: "egress_round_trip", Run: plain(egressRoundTrip), Control: dropsEgressReason},
 		{Name: "egress_finish_once", Run: plain(egressFinishOnce), Control: finishesEgressUnfenced},
 		{Name: "egress_list_by_execution", Run: plain(egressListByExecution), Control: egressIgnoresExecution},
+		{Name: "egress_swept_after_it_ended", Run: plain(egressSwept), Control: sweepsEgressAnyAge},
 	}
+}
+
+// egressSwept: the retention pass deletes the records that ended at or
+// before its cut, refused ones included, and keeps those that ended later
+// and those still open, however old.
+func egressSwept(ctx context.Context, s storage.Store) error {
+	if err := insertEgress(ctx, s,
+		storage.EgressConnection{ID: "egr_old", Execution: "exe_1", Host: "a.example.com", Port: 443, Allowed: true, StartedAt: at(1)},
+		storage.EgressConnection{ID: "egr_refused", Execution: "exe_1", Reason: storage.EgressNotAllowed, StartedAt: at(2), EndedAt: at(2)},
+		storage.EgressConnection{ID: "egr_open", Execution: "exe_1", Host: "b.example.com", Port: 443, Allowed: true, StartedAt: at(3)},
+		storage.EgressConnection{ID: "egr_late", Execution: "exe_1", Host: "c.example.com", Port: 443, Allowed: true, StartedAt: at(4)},
+	); err != nil {
+		return err
+	}
+	if err := finishEgress(ctx, s, storage.FinishEgressParams{ID: "egr_old", Reason: storage.EgressClosed, EndedAt: at(5)}); err != nil {
+		return err
+	}
+	if err := finishEgress(ctx, s, storage.FinishEgressParams{ID: "egr_late", Reason: storage.EgressClosed, EndedAt: at(20)}); err != nil {
+		return err
+	}
+	var res storage.SweepToolbeltResult
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		res, err = tx.SweepToolbelt(ctx, &storage.SweepToolbeltParams{EgressBefore: at(10)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ids, err := egressIDs(ctx, s, storage.ListEgressParams{})
+	if err != nil {
+		return err
+	}
+	return want(res.Egress == 2 && ids == "[egr_open egr_late]", "after a sweep at 10s: %d swept, records %s; want 2 swept, egr_open,egr_late kept", res.Egress, ids)
 }
 
 func insertEgress(ctx context.Context, s storage.Store, cs ...storage.EgressConnection) error {
