@@ -156,6 +156,11 @@ type Options struct {
 	// followed, when set, is called after every look at a shared store's
 	// latest generation (a seam for this package's tests).
 	followed func()
+	// deafToWork, when set, keeps the daemon from running a round when
+	// another daemon announces new Work (storage.TopicWork): a seam for
+	// this package's tests that want Work run by the daemon it was
+	// created through.
+	deafToWork bool
 }
 
 // Info describes a serving daemon.
@@ -237,6 +242,9 @@ type Daemon struct {
 	ln          net.Listener
 	served      chan error
 	wake        chan struct{}
+	// announce holds one pending storage.TopicWork announcement (wakeAll);
+	// announceWork sends it.
+	announce chan struct{}
 	// limitsApplied tells the loop that an apply replaced the limits, so
 	// that it re-paces lease renewal.
 	limitsApplied chan struct{}
@@ -270,7 +278,7 @@ func Run(ctx context.Context, opts Options) error {
 // New takes the state directory and builds every part of the daemon. It
 // does not serve yet. A failure releases what was taken.
 func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
-	d := &Daemon{opts: opts, wake: make(chan struct{}, 1), served: make(chan error, 1), limitsApplied: make(chan struct{}, 1)}
+	d := &Daemon{opts: opts, wake: make(chan struct{}, 1), announce: make(chan struct{}, 1), served: make(chan error, 1), limitsApplied: make(chan struct{}, 1)}
 	if err := d.defaults(); err != nil {
 		return nil, err
 	}
@@ -436,7 +444,10 @@ func (d *Daemon) openPostgres(ctx context.Context) error {
 	}
 	// As with SQLite, requests write through the waking wrapper and the
 	// scheduler to the store itself.
-	d.store, d.raw, d.pg = scheduler.WakeOnWrites(store, d.Wake), store, store
+	// A write that can start or wake Work wakes every daemon's
+	// scheduler, this one's at once and the others' through the store
+	// (storage.TopicWork).
+	d.store, d.raw, d.pg = scheduler.WakeOnWrites(store, d.wakeAll), store, store
 	// Closed before the lock is released.
 	d.closers = append([]func() error{store.Close}, d.closers...)
 	d.log.Info("coordination storage on PostgreSQL")
@@ -710,6 +721,16 @@ func (d *Daemon) endpoint(_ context.Context, executionID, token string) (schedul
 func (d *Daemon) Wake() {
 	select {
 	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAll wakes this daemon's scheduler and has the other daemons on a
+// shared store woken (announceWork).
+func (d *Daemon) wakeAll() {
+	d.Wake()
+	select {
+	case d.announce <- struct{}{}:
 	default:
 	}
 }

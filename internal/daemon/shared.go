@@ -25,7 +25,8 @@ func (d *Daemon) followStore(ctx context.Context) {
 	if !ok || d.follow == nil {
 		return
 	}
-	topics := w.Watch(ctx, storage.TopicConfig, storage.TopicTokens)
+	go d.announceWork(ctx, w)
+	topics := w.Watch(ctx, storage.TopicConfig, storage.TopicTokens, storage.TopicWork)
 	backstop := time.NewTicker(d.opts.SweepInterval)
 	defer backstop.Stop()
 	for {
@@ -41,9 +42,31 @@ func (d *Daemon) followStore(ctx context.Context) {
 				d.followConfig(ctx)
 			case storage.TopicTokens:
 				d.tb.InvalidateTokens()
+			case storage.TopicWork:
+				if !d.opts.deafToWork {
+					d.Wake()
+				}
 			}
 		case <-backstop.C:
 			d.followConfig(ctx)
+		}
+	}
+}
+
+// announceWork announces storage.TopicWork for each wake wakeAll queued,
+// one at a time, until ctx ends: wakes that come while one is announced
+// become one more announcement. A failed announcement costs the other
+// daemons only latency (their next tick claims), so it is logged at debug
+// level.
+func (d *Daemon) announceWork(ctx context.Context, w storage.Watcher) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.announce:
+			if err := w.Notify(ctx, storage.TopicWork); err != nil && ctx.Err() == nil {
+				d.log.Debug("announcing new Work to the other daemons failed; their next tick claims it", "error", err.Error())
+			}
 		}
 	}
 }

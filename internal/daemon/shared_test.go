@@ -223,8 +223,8 @@ func sharedPair(t *testing.T) (a, b *running, p pairParts) {
 		t.Fatal(err)
 	}
 	// A runs no round of its own but at start (and when its own writes
-	// wake it): Work created through B is B's.
-	a = start(t, stateA, onStore, func(o *Options) { o.TickInterval = time.Hour })
+	// wake it; not when B announces Work): Work created through B is B's.
+	a = start(t, stateA, onStore, func(o *Options) { o.TickInterval, o.deafToWork = time.Hour, true })
 	b = start(t, stateB, onStore)
 	return a, b, pairParts{fifo: fifo, mark: mark, narrow: callerConfig(fifo, mark, false)}
 }
@@ -281,4 +281,66 @@ func TestTokenRevokedThroughAnotherDaemonIsRefused(t *testing.T) {
 	}
 	release(t, p.fifo, "exit")
 	b.terminal(w.ID)
+}
+
+// TestWorkCreatedThroughOneDaemonWakesAnother: two daemons on one store,
+// neither running a round but at start and when woken, each with one slot
+// (max_running 1). Two Work created through A: A's own write wakes A, and
+// its announcement (storage.TopicWork) wakes B, so both run at once, one
+// on each daemon. Without the announcement the second would wait for a
+// tick that never comes: A has no slot, and B was never woken.
+func TestWorkCreatedThroughOneDaemonWakesAnother(t *testing.T) {
+	c := pgtest.Require(t)
+	db, err := c.FreshDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateA, stateB := shortDir(t), shortDir(t)
+	fifo, mark := fifoConfig(t, stateA)
+	t.Cleanup(func() {
+		for range 2 {
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+				f.WriteString("0\n")
+				f.Close()
+			}
+		}
+	})
+	path := filepath.Join(stateA, ConfigFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["limits"] = map[string]any{"max_running": 1}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quiet := func(o *Options) { o.Store, o.TickInterval = c.URL(db), time.Hour }
+	a := start(t, stateA, quiet)
+	b := start(t, stateB, quiet)
+	w1, w2 := a.create("t", "job"), a.create("t", "job")
+	waitFile(t, mark, "started\nstarted")
+	owners := map[string]bool{}
+	for _, w := range []storage.Work{w1, w2} {
+		exes := a.executions(w.ID)
+		if len(exes) != 1 || exes[0].State != storage.ExecutionRunning {
+			t.Fatalf("Work %s: executions %+v, want one running", w.ID, exes)
+		}
+		owners[exes[0].Owner] = true
+	}
+	if !owners[a.d.owner] || !owners[b.d.owner] {
+		t.Fatalf("the two Work run under %v, want one on each daemon (%s, %s)", owners, a.d.owner, b.d.owner)
+	}
+	// One write ends both jobs: one reads the code, the other the end of
+	// the fifo once the writer closes it.
+	release(t, fifo, "0")
+	for _, w := range []storage.Work{w1, w2} {
+		a.terminal(w.ID)
+	}
 }

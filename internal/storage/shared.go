@@ -20,6 +20,13 @@ const (
 	// let it go. The revoking daemon announces it after the revocation
 	// committed (Notify).
 	TopicTokens Topic = "tokens"
+	// TopicWork: a request wrote something that can start or wake Work (a
+	// Work created, readied, retried, an input queued, a timer fired …;
+	// scheduler.WakeOnWrites), so every daemon's scheduler runs a round
+	// now rather than at its next tick. The writing daemon announces it
+	// after the commit (Notify), coalesced: one announcement in flight,
+	// one pending.
+	TopicWork Topic = "work"
 )
 
 // Watcher is implemented by a store several daemons share (PostgreSQL)
