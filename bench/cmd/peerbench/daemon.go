@@ -111,26 +111,36 @@ func startDaemon(ctx context.Context, bin, root string, running int, profile str
 	if err := os.WriteFile(filepath.Join(d.state, "config.json"), daemonConfig(d.ctl, running), 0o600); err != nil {
 		return nil, err
 	}
-	d.logPath = filepath.Join(root, "daemon.log")
-	logf, err := os.Create(d.logPath)
-	if err != nil {
+	args := []string{}
+	if profile != "" {
+		args = append(args, "--cpu-profile", profile)
+	}
+	if err := d.launch(ctx, bin, args...); err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(bin, "daemon", "--state", d.state, "--log-level", "warn")
-	if profile != "" {
-		d.cmd.Args = append(d.cmd.Args, "--cpu-profile", profile)
+	return d, nil
+}
+
+// launch starts bin's daemon on d's state directory with args added, its
+// output in <root>/daemon.log and no OPEN_CONDUIT_ or PG variable of this
+// process's environment, and waits until it is ready (stopping it when it
+// does not get there).
+func (d *daemon) launch(ctx context.Context, bin string, args ...string) error {
+	d.logPath = filepath.Join(d.root, "daemon.log")
+	logf, err := os.Create(d.logPath)
+	if err != nil {
+		return err
 	}
-	env := []string{}
+	d.cmd = exec.Command(bin, append([]string{"daemon", "--state", d.state, "--log-level", "warn"}, args...)...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPEN_CONDUIT_") {
-			env = append(env, kv)
+		if !strings.HasPrefix(kv, "OPEN_CONDUIT_") && !strings.HasPrefix(kv, "PG") {
+			d.cmd.Env = append(d.cmd.Env, kv)
 		}
 	}
-	d.cmd.Env = env
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, err
+		return err
 	}
 	go func() {
 		d.cmd.Wait()
@@ -149,9 +159,9 @@ func startDaemon(ctx context.Context, bin, root string, running int, profile str
 	})
 	if err != nil {
 		d.stop()
-		return nil, err
+		return err
 	}
-	return d, nil
+	return nil
 }
 
 func (d *daemon) pid() int { return d.cmd.Process.Pid }

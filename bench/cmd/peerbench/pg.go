@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -100,43 +99,11 @@ func startStoreDaemon(ctx context.Context, bin, root, store string, cfg []byte, 
 	if err := os.WriteFile(filepath.Join(d.state, "config.json"), cfg, 0o600); err != nil {
 		return nil, err
 	}
-	d.logPath = filepath.Join(root, "daemon.log")
-	logf, err := os.Create(d.logPath)
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"daemon", "--state", d.state, "--log-level", "warn"}
+	var args []string
 	if store != "" {
 		args = append(args, "--store", store)
 	}
-	d.cmd = exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPEN_CONDUIT_") && !strings.HasPrefix(kv, "PG") {
-			d.cmd.Env = append(d.cmd.Env, kv)
-		}
-	}
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	if err := d.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() {
-		d.cmd.Wait()
-		logf.Close()
-		close(d.exited)
-	}()
-	d.c = client.New(filepath.Join(d.state, "management.sock"), client.TokenFile(filepath.Join(d.state, "private", "operator.token")))
-	err = poll(ctx, "the daemon ready", time.Minute, func() (bool, error) {
-		select {
-		case <-d.exited:
-			return false, fmt.Errorf("the daemon exited; its log is %s", d.logPath)
-		default:
-		}
-		h, err := d.c.Health(ctx)
-		return err == nil && h.State == api.HealthReady, nil
-	})
-	if err != nil {
-		d.stop()
+	if err := d.launch(ctx, bin, args...); err != nil {
 		return nil, err
 	}
 	return d, nil
