@@ -63,35 +63,41 @@ func NewDuties(store storage.Store, owner string, c clock.Clock, margin time.Dur
 	return &Duties{store: store, owner: owner, clock: c, margin: margin, trusted: map[string]time.Time{}}
 }
 
-// Renew takes or renews every duty for lease from now, and returns the
-// duties it holds afterwards. A duty another daemon holds is not an
-// error; a failed write is, and the duty it was for is no longer trusted.
+// Renew takes or renews every duty for lease from now, in one
+// transaction, and returns the duties it holds afterwards. A duty another
+// daemon holds is not an error; a failed write is, and then no duty is
+// trusted until the next Renew.
 func (d *Duties) Renew(ctx context.Context, lease time.Duration) ([]string, error) {
 	margin := min(d.margin, lease/3)
-	var held []string
-	var errs []error
-	for _, name := range AllDuties {
-		now := d.clock.Now()
-		var l storage.DutyLease
-		err := d.store.WithTx(ctx, func(tx storage.Tx) error {
-			var err error
-			l, err = tx.TakeDuty(ctx, &storage.TakeDutyParams{Name: name, Owner: d.owner, Now: now, ExpiresAt: now.Add(lease)})
-			return err
-		})
-		d.mu.Lock()
-		switch {
-		case err == nil:
-			d.trusted[name] = l.ExpiresAt.Add(-margin)
-			held = append(held, name)
-		case errors.Is(err, storage.ErrFenced):
-			delete(d.trusted, name)
-		default:
-			delete(d.trusted, name)
-			errs = append(errs, err)
+	now := d.clock.Now()
+	taken := map[string]time.Time{}
+	err := d.store.WithTx(ctx, func(tx storage.Tx) error {
+		clear(taken)
+		for _, name := range AllDuties {
+			l, err := tx.TakeDuty(ctx, &storage.TakeDutyParams{Name: name, Owner: d.owner, Now: now, ExpiresAt: now.Add(lease)})
+			switch {
+			case err == nil:
+				taken[name] = l.ExpiresAt
+			case !errors.Is(err, storage.ErrFenced):
+				return err
+			}
 		}
-		d.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		clear(taken)
 	}
-	return held, errors.Join(errs...)
+	var held []string
+	d.mu.Lock()
+	clear(d.trusted)
+	for _, name := range AllDuties {
+		if exp, ok := taken[name]; ok {
+			d.trusted[name] = exp.Add(-margin)
+			held = append(held, name)
+		}
+	}
+	d.mu.Unlock()
+	return held, err
 }
 
 // Held reports whether the daemon holds duty name now, with its lease
@@ -113,14 +119,17 @@ func (d *Duties) Release(ctx context.Context) error {
 	}
 	d.trusted = map[string]time.Time{}
 	d.mu.Unlock()
-	var errs []error
-	for _, name := range names {
-		err := d.store.WithTx(ctx, func(tx storage.Tx) error {
-			return tx.ReleaseDuty(ctx, &storage.ReleaseDutyParams{Name: name, Owner: d.owner, At: d.clock.Now()})
-		})
-		if err != nil && !errors.Is(err, storage.ErrFenced) {
-			errs = append(errs, err)
-		}
+	if len(names) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	at := d.clock.Now()
+	return d.store.WithTx(ctx, func(tx storage.Tx) error {
+		for _, name := range names {
+			err := tx.ReleaseDuty(ctx, &storage.ReleaseDutyParams{Name: name, Owner: d.owner, At: at})
+			if err != nil && !errors.Is(err, storage.ErrFenced) {
+				return err
+			}
+		}
+		return nil
+	})
 }
