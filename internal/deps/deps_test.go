@@ -72,11 +72,13 @@ var rules = map[string][]string{
 	// packages: installed packages, their manifest and runtime contract.
 	"internal/packages":       {"extension", "internal/atomicfile", "internal/executor"},
 	"internal/storage":        {"extension", "internal/atomicfile"},
-	"internal/storage/sqlite": {"internal/clock", "internal/storage"},
-	"internal/config":         {"extension", "internal/executor"},
+	"internal/storage/sqlite": {"internal/clock", "internal/storage", "internal/storage/group"},
+	// group: the group commit both stores share; it knows no engine.
+	"internal/storage/group": {},
+	"internal/config":        {"extension", "internal/executor"},
 
 	// The shared store on PostgreSQL (pgx): the same layer as SQLite's.
-	"internal/storage/postgres": {"internal/clock", "internal/storage"},
+	"internal/storage/postgres": {"internal/clock", "internal/storage", "internal/storage/group"},
 
 	// mcppkg: the runtime of MCP packages, an MCP client of the server.
 	"internal/packages/mcppkg": {"extension", "internal/buildinfo", "internal/clock", "internal/executor", "internal/packages"},

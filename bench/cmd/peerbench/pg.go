@@ -82,7 +82,7 @@ func pgConfigWith(running int, binding map[string]any, pkg bool) []byte {
 // daemon already on store: the owner's credential is a record of the
 // shared store, so a daemon joining it is given the token (as an operator
 // would copy it) instead of minting another.
-func startStoreDaemon(ctx context.Context, bin, root, store string, cfg []byte, token string) (*daemon, error) {
+func startStoreDaemon(ctx context.Context, bin, root, store string, cfg []byte, token, profile string) (*daemon, error) {
 	d := &daemon{root: root, state: filepath.Join(root, "s"), ctl: filepath.Join(root, "c"), exited: make(chan struct{})}
 	if err := os.MkdirAll(filepath.Join(d.state, "private"), 0o700); err != nil {
 		return nil, err
@@ -102,6 +102,9 @@ func startStoreDaemon(ctx context.Context, bin, root, store string, cfg []byte, 
 	var args []string
 	if store != "" {
 		args = append(args, "--store", store)
+	}
+	if profile != "" {
+		args = append(args, "--cpu-profile", profile)
 	}
 	if err := d.launch(ctx, bin, args...); err != nil {
 		return nil, err
@@ -344,7 +347,7 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 			if j > 0 {
 				token = filepath.Join(ds[0].state, "private", "operator.token")
 			}
-			d, err := startStoreDaemon(ctx, bin, root, store, cfg, token)
+			d, err := startStoreDaemon(ctx, bin, root, store, cfg, token, profilePath(o.profile, i, fmt.Sprintf("%s%d", name, j)))
 			if err != nil {
 				return nil, err
 			}

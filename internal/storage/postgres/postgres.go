@@ -6,7 +6,8 @@
 // advisory lock, so that daemons starting at once migrate once.
 //
 // Within one Store, WithTx runs one write transaction at a time (the
-// contract's serialised writes); across stores (other daemons) it relies
+// contract's serialised writes), and those queued together commit as one
+// batch, each in a savepoint (group commit, group.go); across stores (other daemons) it relies
 // on the database: every update is a compare-and-set that READ COMMITTED
 // re-checks on the row's newest version after waiting for its lock, every
 // uniqueness rule is an index that an INSERT ... ON CONFLICT DO NOTHING
@@ -37,7 +38,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -47,6 +47,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/group"
 )
 
 //go:embed migrations/*.sql
@@ -89,9 +90,9 @@ type Options struct {
 // Store is storage.Store on PostgreSQL.
 type Store struct {
 	queries
-	pool   *pgxpool.Pool
-	mu     sync.Mutex
-	closed bool
+	pool *pgxpool.Pool
+	// group queues the write transactions (group.go).
+	group  *group.Committer[*batch]
 	clock  clock.Clock
 	commit func(time.Duration)
 	schema string
@@ -151,7 +152,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.after == nil {
 		s.after = time.After
 	}
-	s.queries = queries{q: querier{pool}}
+	s.queries = queries{q: querier{c: pool}}
+	s.group = s.newCommitter()
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -208,61 +210,11 @@ func connFailure(err error) string {
 	return "cannot connect to the database"
 }
 
-// WithTx runs fn in a write transaction at READ COMMITTED, one at a time
-// in this store. The transaction is not bound to ctx's cancellation
-// (queries inside it are), so a cancelled caller always gets a clean
-// rollback and never a half-finished commit.
-func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) (err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("postgres: the store is closed")
-	}
-	bctx := context.WithoutCancel(ctx)
-	pgTx, err := s.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return fmt.Errorf("postgres: begin: %s", engineMessage(err))
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = pgTx.Rollback(bctx)
-		}
-	}()
-	if err := fn(&tx{queries: queries{q: querier{pgTx}}}); err != nil {
-		done = true
-		if rerr := pgTx.Rollback(bctx); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) && !pgconn.SafeToRetry(rerr) && !isClosedConn(rerr) {
-			return errors.Join(err, fmt.Errorf("postgres: rollback: %s", engineMessage(rerr)))
-		}
-		return err
-	}
-	done = true
-	began := s.clock.Now()
-	if err := pgTx.Commit(bctx); err != nil {
-		_ = pgTx.Rollback(bctx)
-		if errors.Is(err, pgx.ErrTxCommitRollback) {
-			return errors.New("postgres: commit: the transaction was aborted by an earlier failed statement and rolled back")
-		}
-		return fmt.Errorf("postgres: commit: %s", engineMessage(err))
-	}
-	if s.commit != nil {
-		s.commit(s.clock.Now().Sub(began))
-	}
-	return nil
-}
-
-func isClosedConn(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "conn closed")
-}
-
 // Close closes the pool. It waits for a running transaction.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if !s.group.Close() {
 		return nil
 	}
-	s.closed = true
 	s.pool.Close()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,19 +27,68 @@ type conn interface {
 // querier runs the store's queries, written with ? placeholders (as the
 // SQLite store's are), on the pool or in a transaction. pgx prepares each
 // text once per connection and keeps it (its statement cache).
-type querier struct{ c conn }
+//
+// turn is set in a write transaction's querier (see group.go): its
+// statements run without the caller's cancellation once they start (a
+// cancelled statement would cost the whole batch its connection), after a
+// check of the caller's context and of the turn's end, and its rows hear
+// of each one, so that what the transaction keeps is forgotten at a write.
+type querier struct {
+	c    conn
+	turn *turn
+}
+
+// turn is one caller's part of a batch.
+type turn struct {
+	rows  storage.TxRows
+	ended atomic.Bool
+}
+
+var errTxEnded = errors.New("postgres: the transaction has ended")
+
+// enter is the context a statement runs under, or why it must not run.
+func (q querier) enter(ctx context.Context, query string) (context.Context, error) {
+	if q.turn == nil {
+		return ctx, nil
+	}
+	if q.turn.ended.Load() {
+		return nil, errTxEnded
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.turn.rows.Statement(query)
+	return context.WithoutCancel(ctx), nil
+}
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
+	ctx, err := q.enter(ctx, query)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	return q.c.Exec(ctx, rebind(query), args...)
 }
 
 func (q querier) query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
+	ctx, err := q.enter(ctx, query)
+	if err != nil {
+		return nil, err
+	}
 	return q.c.Query(ctx, rebind(query), args...)
 }
 
 func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Row {
+	ctx, err := q.enter(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
 	return q.c.QueryRow(ctx, rebind(query), args...)
 }
+
+// errRow is a row whose statement never ran.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 var rebound sync.Map
 
@@ -69,8 +119,55 @@ func rebind(query string) string {
 // queries implements storage.Reader on a querier.
 type queries struct{ q querier }
 
-// tx implements storage.Tx.
+// tx implements storage.Tx: one caller's turn in a batch. Its turn's rows
+// keep what it read (GetWork, GetExecution, GetEvent) and wrote
+// (RETURNING) of Work, executions and events, for its own later reads.
 type tx struct{ queries }
+
+func newTx(c conn) (*tx, *turn) {
+	tn := &turn{}
+	return &tx{queries: queries{q: querier{c: c, turn: tn}}}, tn
+}
+
+func (t *tx) GetWork(ctx context.Context, id string) (storage.Work, error) {
+	return t.q.turn.rows.ReadWork(ctx, id, t.queries.GetWork)
+}
+
+func (t *tx) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	return t.q.turn.rows.ReadExecution(ctx, id, t.queries.GetExecution)
+}
+
+func (t *tx) GetEvent(ctx context.Context, id string) (storage.Event, error) {
+	return t.q.turn.rows.ReadEvent(ctx, id, t.queries.GetEvent)
+}
+
+// writeWork runs query, an UPDATE of one work row (or an INSERT … ON
+// CONFLICT DO NOTHING), with RETURNING its columns, and keeps the row it
+// wrote. No row: the compare-and-set found nothing to change (fenced).
+func (t *tx) writeWork(ctx context.Context, what, id, query string, args ...any) (storage.Work, error) {
+	w, err := scanWork(t.q.queryRow(ctx, query+` RETURNING `+workCols, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Work{}, t.fenced(ctx, "work", id, 0, "work")
+	}
+	if err != nil {
+		return storage.Work{}, writeErr(err, what)
+	}
+	t.q.turn.rows.KeepWork(w)
+	return w, nil
+}
+
+// writeExecution is writeWork for one execution row.
+func (t *tx) writeExecution(ctx context.Context, what, id, query string, args ...any) (storage.Execution, error) {
+	e, err := scanExecution(t.q.queryRow(ctx, query+` RETURNING `+execCols, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Execution{}, t.fenced(ctx, "executions", id, 0, "execution")
+	}
+	if err != nil {
+		return storage.Execution{}, writeErr(err, what)
+	}
+	t.q.turn.rows.KeepExecution(e)
+	return e, nil
+}
 
 var _ storage.Tx = (*tx)(nil)
 

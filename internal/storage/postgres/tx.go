@@ -60,9 +60,10 @@ func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string)
 // InsertEvent numbers the event from the counter row, which it locks first
 // and holds until the transaction ends: every other accepting transaction,
 // of this daemon or another, waits for it, so the sequence is gap-free and
-// increases in commit order. Because the lock is taken before the
-// identity checks, those checks (each a statement of its own, so a fresh
-// snapshot under READ COMMITTED) see every event committed before it.
+// increases in commit order. Because the lock is taken before the insert,
+// that statement (a fresh snapshot under READ COMMITTED) sees every event
+// committed before it, and its ON CONFLICT finds a taken id or delivery in
+// the unique indexes; only then is the cause of a refusal looked up.
 func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
 	if p.ID == "" || p.Root == "" {
 		return storage.Event{}, errors.New("postgres: an event needs an id and a root")
@@ -71,38 +72,48 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	if err := t.q.queryRow(ctx, `SELECT last FROM event_counter WHERE id = 1 FOR UPDATE`).Scan(&last); err != nil {
 		return storage.Event{}, fmt.Errorf("postgres: lock the event sequence: %s", engineMessage(err))
 	}
-	if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID); err != nil {
-		return storage.Event{}, err
-	} else if dup {
-		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
-	}
-	if p.DeliveryID != "" {
-		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ? AND delivery_id <> ''`, p.Source, p.DeliveryID); err != nil {
-			return storage.Event{}, err
-		} else if dup {
-			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
-		}
-	}
 	data := p.Data
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
 	}
 	seq := last + 1
-	// One statement moves the counter (whose row this transaction holds)
-	// and writes the event.
-	_, err := t.q.exec(ctx, `WITH moved AS (UPDATE event_counter SET last = ? WHERE id = 1 RETURNING last)
-		INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-		VALUES ((SELECT last FROM moved), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// One statement writes the event and, only when it was written, moves
+	// the counter (whose row this transaction holds).
+	var moved int64
+	err := t.q.queryRow(ctx, `WITH ins AS (
+			INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq)
+		UPDATE event_counter SET last = ins.seq FROM ins WHERE event_counter.id = 1 RETURNING event_counter.last`,
 		seq, p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
-		p.Actor, p.DeliveryID, ts(p.AcceptedAt))
+		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&moved)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Event{}, t.eventTaken(ctx, p)
+	}
 	if err != nil {
 		return storage.Event{}, writeErr(err, "insert event")
 	}
-	return storage.Event{
+	e := storage.Event{
 		Seq: seq, ID: p.ID, Type: p.Type, Source: p.Source, Scope: p.Scope, Work: p.Work, Execution: p.Execution,
 		CorrelationKey: p.CorrelationKey, Data: data, Parent: p.Parent, Root: p.Root, Depth: p.Depth, Actor: p.Actor,
 		DeliveryID: p.DeliveryID, AcceptedAt: fromTS(ts(p.AcceptedAt)),
-	}, nil
+	}
+	t.q.turn.rows.KeepEvent(e)
+	return e, nil
+}
+
+// eventTaken says which identity of an event its insert found taken: the
+// id, else the source's delivery.
+func (t *tx) eventTaken(ctx context.Context, p *storage.InsertEventParams) error {
+	dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID)
+	switch {
+	case err != nil:
+		return err
+	case dup:
+		return fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
+	case p.DeliveryID != "":
+		return fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
+	}
+	return errors.New("postgres: insert event: the event sequence's next number is taken; check the event_counter row")
 }
 
 func (t *tx) InsertCausalRoot(ctx context.Context, r *storage.CausalRoot) error {
@@ -136,16 +147,17 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", p.State)
 	}
-	ok, err := t.insert(ctx, "insert work", `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt))
-	if err != nil {
-		return storage.Work{}, err
-	}
-	if !ok {
+	w, err := scanWork(t.q.queryRow(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+workCols,
+		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt)))
+	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
 	}
-	return t.GetWork(ctx, p.ID)
+	if err != nil {
+		return storage.Work{}, writeErr(err, "insert work")
+	}
+	t.q.turn.rows.KeepWork(w)
+	return w, nil
 }
 
 func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
@@ -195,14 +207,7 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 	if p.Revision != 0 {
 		w.add("revision = ?", p.Revision)
 	}
-	tag, err := t.q.exec(ctx, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Work{}, writeErr(err, "update work")
-	}
-	if err := t.fenced(ctx, "work", p.ID, tag.RowsAffected(), "work"); err != nil {
-		return storage.Work{}, err
-	}
-	return t.GetWork(ctx, p.ID)
+	return t.writeWork(ctx, "update work", p.ID, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 func (t *tx) keyOwner(ctx context.Context, scope, key string) (string, error) {
@@ -275,14 +280,14 @@ func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (stora
 // ---- executions ----
 
 func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
-	ok, err := t.insert(ctx, "insert execution", `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+	e, err := scanExecution(t.q.queryRow(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+execCols,
 		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
-		ts(p.CreatedAt), ts(p.CreatedAt))
-	if err != nil {
-		return storage.Execution{}, err
+		ts(p.CreatedAt), ts(p.CreatedAt)))
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return storage.Execution{}, writeErr(err, "insert execution")
 	}
-	if !ok {
+	if err != nil {
 		if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
 			return storage.Execution{}, err
 		} else if dup {
@@ -290,7 +295,8 @@ func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionPara
 		}
 		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
 	}
-	return t.GetExecution(ctx, p.ID)
+	t.q.turn.rows.KeepExecution(e)
+	return e, nil
 }
 
 func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
@@ -318,14 +324,7 @@ func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (s
 	if !p.ExpiredBy.IsZero() {
 		w.add("lease_expires_at <= ?", ts(p.ExpiredBy))
 	}
-	tag, err := t.q.exec(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "advance epoch")
-	}
-	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "advance epoch", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (storage.Execution, error) {
@@ -339,14 +338,7 @@ func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (stora
 	w.add("owner = ?", p.Owner)
 	w.add("lease_expires_at > ?", ts(p.ValidAt))
 	w.in("state", stateStrings(states))
-	tag, err := t.q.exec(ctx, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "renew lease")
-	}
-	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "renew lease", p.ID, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
 }
 
 func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
@@ -384,14 +376,7 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	w.add("epoch = ?", p.Epoch)
 	w.eq("owner", p.Owner)
 	w.in("state", stateStrings(p.FromStates))
-	tag, err := t.q.exec(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "update execution")
-	}
-	if err := t.fenced(ctx, "executions", p.ID, tag.RowsAffected(), "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 // ---- declarations ----

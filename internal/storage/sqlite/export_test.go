@@ -36,9 +36,7 @@ func (s *Store) BatchesForTest() int64 { return s.batches.Load() }
 
 // QueuedForTest is how many callers wait for their turn.
 func (s *Store) QueuedForTest() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
+	return s.group.Queued()
 }
 
 // ExecForTest runs a statement of the test's own in the caller's

@@ -24,8 +24,25 @@ type querier interface {
 // queries implements storage.Reader on a querier.
 type queries struct{ q querier }
 
-// tx implements storage.Tx.
-type tx struct{ queries }
+// tx implements storage.Tx. rows keeps what it read of Work,
+// executions and events (GetWork, GetExecution, GetEvent) for its own
+// later reads.
+type tx struct {
+	queries
+	rows *storage.TxRows
+}
+
+func (t *tx) GetWork(ctx context.Context, id string) (storage.Work, error) {
+	return t.rows.ReadWork(ctx, id, t.queries.GetWork)
+}
+
+func (t *tx) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
+	return t.rows.ReadExecution(ctx, id, t.queries.GetExecution)
+}
+
+func (t *tx) GetEvent(ctx context.Context, id string) (storage.Event, error) {
+	return t.rows.ReadEvent(ctx, id, t.queries.GetEvent)
+}
 
 var _ storage.Tx = (*tx)(nil)
 

@@ -31,12 +31,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/storage"
+	"github.com/open-conduit/open-conduit/internal/storage/group"
 )
 
 //go:embed migrations/*.sql
@@ -74,15 +74,9 @@ type Store struct {
 	clock   clock.Clock
 	commit  func(time.Duration)
 
-	// The group commit's state (group.go).
-	mu     sync.Mutex
-	closed bool
-	busy   bool      // the writer is taken: a batch is open or committing
-	queue  []*member // callers waiting for their turn
-	idle   sync.Cond // broadcast when busy turns false
-	// cur is the open batch; only the caller holding the turn touches it.
-	cur *batch
-	// batches counts the batches committed: the writer's fsyncs.
+	// group queues the write transactions (group.go); batches counts
+	// the batches committed: the writer's fsyncs.
+	group   *group.Committer[*batch]
 	batches atomic.Int64
 }
 
@@ -159,23 +153,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	readers.SetMaxIdleConns(opts.Readers)
 	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit}
 	s.queries = queries{q: poolQuerier{c: s.rstmts}}
-	s.idle.L = &s.mu
+	s.group = s.newCommitter()
 	return s, nil
 }
 
 // Close closes the connections. It refuses new transactions and waits for
 // those already queued to end.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.group.Close() {
 		return nil
 	}
-	s.closed = true
-	for s.busy {
-		s.idle.Wait()
-	}
-	s.mu.Unlock()
 	s.rstmts.close()
 	s.wstmts.close()
 	return errors.Join(s.readers.Close(), s.writer.Close())

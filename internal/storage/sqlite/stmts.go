@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
 // maxCachedStmts bounds the statement cache of one pool: the queries are
@@ -127,10 +129,14 @@ func (p poolQuerier) QueryRowContext(ctx context.Context, query string, args ...
 // transaction, the other callers of the batch with it. Once the caller's
 // turn has ended (ended), its queries fail: a function that kept its Tx
 // must not write into another caller's savepoint.
+//
+// rows, when set, is told every statement, so that the rows the caller's
+// transaction keeps are forgotten at a write.
 type txQuerier struct {
 	tx    *sql.Tx
 	c     *stmtCache
 	ended atomic.Bool
+	rows  *storage.TxRows
 }
 
 var errTxEnded = errors.New("sqlite: the transaction has ended")
@@ -156,6 +162,9 @@ func (t *txQuerier) runCtx(ctx context.Context) context.Context {
 }
 
 func (t *txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.rows != nil {
+		t.rows.Statement(query)
+	}
 	if t.ended.Load() {
 		return nil, errTxEnded
 	}
@@ -168,6 +177,9 @@ func (t *txQuerier) ExecContext(ctx context.Context, query string, args ...any) 
 }
 
 func (t *txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.rows != nil {
+		t.rows.Statement(query)
+	}
 	if t.ended.Load() {
 		return nil, errTxEnded
 	}
@@ -180,6 +192,9 @@ func (t *txQuerier) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (t *txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if t.rows != nil {
+		t.rows.Statement(query)
+	}
 	ctx = t.runCtx(ctx)
 	if st := t.c.lookup(query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)

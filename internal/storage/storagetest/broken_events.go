@@ -250,6 +250,29 @@ func (t committedReadsTx) GetWork(ctx context.Context, id string) (storage.Work,
 	return t.s.GetWork(ctx, id)
 }
 
+// txKeepsFirstRead is a transaction that answers every read of a Work
+// with what it read first, even after its own writes changed the row.
+var txKeepsFirstRead = txControl("tx_keeps_first_read", "a transaction keeps the first read of a Work row across its own writes",
+	func(s storage.Store, tx storage.Tx) storage.Tx {
+		return &firstReadTx{Tx: tx, seen: map[string]storage.Work{}}
+	})
+
+type firstReadTx struct {
+	storage.Tx
+	seen map[string]storage.Work
+}
+
+func (t *firstReadTx) GetWork(ctx context.Context, id string) (storage.Work, error) {
+	if w, ok := t.seen[id]; ok {
+		return w, nil
+	}
+	w, err := t.Tx.GetWork(ctx, id)
+	if err == nil {
+		t.seen[id] = w
+	}
+	return w, err
+}
+
 // txPoisonedByRefusal is a transaction that a refused statement aborts, as
 // a PostgreSQL transaction without savepoints is.
 var txPoisonedByRefusal = stateless("tx_poisoned_by_refusal", "after one method refuses, the transaction fails every later call and its commit",

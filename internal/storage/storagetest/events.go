@@ -306,6 +306,7 @@ func eventCases() []Case {
 		{Name: "causal_root_pinned_once", Run: plain(causalRootPinnedOnce), Control: unfencedCausalWindow},
 		{Name: "tx_rollback", Run: plain(txRollback), Control: commitsFailedTx},
 		{Name: "tx_reads_own_writes", Run: plain(txReadsOwnWrites), Control: txReadsCommitted},
+		{Name: "tx_rereads_after_write", Run: plain(txRereadsAfterWrite), Control: txKeepsFirstRead},
 		{Name: "tx_usable_after_refusal", Run: plain(txUsableAfterRefusal), Control: txPoisonedByRefusal},
 		{Name: "tx_serialised", Run: plain(txSerialised), Control: busyWhenContended},
 		{Name: "events_survive_reopen", Run: eventsSurviveReopen, Control: forgetsEventsOnReopen},
@@ -401,6 +402,41 @@ func txReadsOwnWrites(ctx context.Context, s storage.Store) error {
 	_, err1 := s.GetEvent(ctx, "evt_1")
 	_, err2 := s.GetWork(ctx, "wrk_1")
 	return first(err1, err2)
+}
+
+// txRereadsAfterWrite: a row the transaction read again after one of its
+// own writes changed it, through a method that does not return the row,
+// is the changed row (a store may keep what a transaction read, but not
+// across the transaction's writes).
+func txRereadsAfterWrite(ctx context.Context, s storage.Store) error {
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_1", nil); err != nil {
+			return err
+		}
+		if _, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_1", Scope: "s1", Binding: "b1", State: storage.WorkReady, CreatedEvent: "evt_1", CreatedAt: T0}); err != nil {
+			return err
+		}
+		before, err := tx.GetWork(ctx, "wrk_1")
+		if err != nil {
+			return err
+		}
+		again, err := tx.GetWork(ctx, "wrk_1")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_1", Event: "evt_1", At: T0}); err != nil {
+			return err
+		}
+		after, err := tx.GetWork(ctx, "wrk_1")
+		if err != nil {
+			return err
+		}
+		return first(
+			want(again.Revision == before.Revision && again.InputCount == before.InputCount, "two reads with no write between differ: %+v then %+v", before, again),
+			want(after.InputCount == before.InputCount+1, "after queueing an input the transaction reads input count %d, want %d", after.InputCount, before.InputCount+1),
+			want(after.Revision > before.Revision, "after queueing an input the transaction reads revision %d, want more than %d", after.Revision, before.Revision),
+		)
+	})
 }
 
 // txUsableAfterRefusal: a method that refuses (ErrDuplicate, ErrFenced,
