@@ -261,7 +261,7 @@ func (s *Service) Restore(ctx context.Context) error {
 	case fileErr != nil:
 		return fmt.Errorf("the committed configuration (generation %d) cannot be used: %v; and the config file cannot replace it: %v", latest.Number, committedErr, fileErr)
 	}
-	gen, err := s.publish(ctx, fileData, fileSnap, latest.Number, ActorAdoption)
+	gen, err := s.publish(ctx, fileData, fileSnap, latest.Number, ActorAdoption, nil)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (s *Service) firstStart(ctx context.Context) error {
 			return &FileError{Source: source, Diagnostics: res.Diagnostics}
 		}
 	}
-	gen, err := s.publish(ctx, data, snap, 0, ActorFirstStart)
+	gen, err := s.publish(ctx, data, snap, 0, ActorFirstStart, nil)
 	if err != nil {
 		return err
 	}
@@ -362,8 +362,12 @@ func canonicalHash(data []byte) (string, bool) {
 // publish writes the document's private copy, then commits generation
 // after+1 with its redacted snapshot and the changed scope records in one
 // transaction, and makes it active. after is the generation expected to
-// be the latest (0 for none); the transaction refuses otherwise.
-func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapshot, after int64, actor string) (storage.Generation, error) {
+// be the latest (0 for none); the transaction refuses otherwise. When
+// result is set (an operator's apply), the transaction's last step offers
+// the caller's recorder on ctx what the apply will return
+// (kernel.RecordResult), so that the request's Idempotency-Key record
+// commits with the generation.
+func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapshot, after int64, actor string, result func(storage.Generation) ApplyResult) (storage.Generation, error) {
 	if err := s.writeDocument(snap.Hash, data); err != nil {
 		return storage.Generation{}, err
 	}
@@ -396,7 +400,13 @@ func (s *Service) publish(ctx context.Context, data []byte, snap *config.Snapsho
 			}
 			return err
 		}
-		return putScopeRecords(ctx, tx, snap, gen)
+		if err := putScopeRecords(ctx, tx, snap, gen); err != nil {
+			return err
+		}
+		if result == nil {
+			return nil
+		}
+		return kernel.RecordResult(ctx, tx, result(gen))
 	})
 	if err != nil {
 		return storage.Generation{}, err
@@ -559,7 +569,13 @@ func invalidConfig(diags []config.Diagnostic) *Refusal {
 // scope with nonterminal Work is scope_in_use; a removed scope's id taken
 // by another scope while its Work is stored is scope_slot_taken. The OnApply hooks run after
 // the commit. A secret written in the redacted form config get shows keeps
-// the active generation's reference (keepRedacted).
+// the active generation's reference (keepRedacted). The publishing
+// transaction's last step runs the kernel.ResultRecorder ctx carries, if
+// any, with the ApplyResult Apply returns: the management route records
+// the request's Idempotency-Key response there, and the recorder's error
+// rolls the apply back like any other (the file is put back). An apply
+// that publishes nothing (Completed, Unchanged) runs no transaction and
+// no recorder.
 func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
 	req.Config = s.keepRedacted(req.Config)
 	snap, res := s.Validate(req.Config)
@@ -603,7 +619,10 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	gen, err := s.publish(ctx, req.Config, snap, cur.gen.Number, req.Actor)
+	applied := func(gen storage.Generation) ApplyResult {
+		return ApplyResult{Generation: gen, Previous: cur.gen.Number, Snapshot: snap, Warnings: res.Warnings}
+	}
+	gen, err := s.publish(ctx, req.Config, snap, cur.gen.Number, req.Actor, applied)
 	if err != nil {
 		if uerr := undo(); uerr != nil {
 			s.log.Error("apply failed after saving the config file, and the file could not be put back; it holds a configuration that is not committed",
@@ -615,7 +634,7 @@ func (s *Service) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, err
 	for _, fn := range s.hooks {
 		fn(snap)
 	}
-	return ApplyResult{Generation: gen, Previous: cur.gen.Number, Snapshot: snap, Warnings: res.Warnings}, nil
+	return applied(gen), nil
 }
 
 // Follow makes the store's latest generation active when it is not the

@@ -140,7 +140,10 @@ type ExecutionToken struct {
 type ExecutionTokens interface {
 	ByDigest(ctx context.Context, d Digest) (ExecutionToken, error)
 	// Revoke revokes the token with this id at the given time. Revoking a
-	// revoked token succeeds and keeps the first revocation time.
+	// revoked token succeeds and keeps the first revocation time. Like
+	// Credentials.Revoke, a store that revokes in a coordination-storage
+	// transaction runs the recorder ctx carries (kernel.RecordResult)
+	// with the id as that transaction's last step.
 	Revoke(ctx context.Context, id string, at time.Time) error
 }
 

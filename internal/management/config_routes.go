@@ -1,6 +1,7 @@
 package management
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,7 +93,7 @@ func (rs *Resources) applyConfig(r *http.Request) (any, error) {
 	// The route is idempotent: a retry under the same key whose first
 	// attempt committed but was never recorded completes that apply.
 	_, retry := IdempotencyKey(r.Context())
-	res, err := rs.config.Apply(r.Context(), configsvc.ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor(), Retry: retry})
+	res, err := rs.config.Apply(recordApplied(r), configsvc.ApplyRequest{Config: doc, ExpectedGeneration: body.ExpectedGeneration, ExpectedHash: body.Hash, Actor: p.Actor(), Retry: retry})
 	if err != nil {
 		return nil, configErr(err)
 	}
@@ -122,11 +123,21 @@ func (rs *Resources) setConfig(r *http.Request) (any, error) {
 	}
 	_, p := actorContext(r)
 	_, retry := IdempotencyKey(r.Context())
-	res, err := rs.config.Set(r.Context(), configsvc.SetRequest{Pointer: body.Pointer, Value: body.Value, ExpectedGeneration: body.ExpectedGeneration, Actor: p.Actor(), Retry: retry})
+	res, err := rs.config.Set(recordApplied(r), configsvc.SetRequest{Pointer: body.Pointer, Value: body.Value, ExpectedGeneration: body.ExpectedGeneration, Actor: p.Actor(), Retry: retry})
 	if err != nil {
 		return nil, configErr(err)
 	}
 	return appliedOut(res), nil
+}
+
+// recordApplied is recordInTx for an apply or a set: the generation's
+// own transaction records the Idempotency-Key response, answered with
+// appliedOut as the handlers answer it.
+func recordApplied(r *http.Request) context.Context {
+	return recordInTx(r.Context(), r, func(v any) (any, bool) {
+		res, ok := v.(configsvc.ApplyResult)
+		return appliedOut(res), ok
+	})
 }
 
 // configCodes are the codes of the configuration service's refusals.

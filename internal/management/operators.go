@@ -17,6 +17,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/clock"
 	"github.com/open-conduit/open-conduit/internal/httpapi"
 	"github.com/open-conduit/open-conduit/internal/ids"
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/statedir"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -51,7 +52,11 @@ type Credentials interface {
 	// ByID returns the credential, active or revoked, with this id.
 	ByID(ctx context.Context, id string) (Credential, error)
 	// Revoke marks the credential revoked at the given time. Revoking a
-	// revoked credential succeeds and keeps the first time.
+	// revoked credential succeeds and keeps the first time. A store that
+	// revokes in a coordination-storage transaction runs, as its last
+	// step, the recorder ctx carries (kernel.RecordResult) with the id
+	// it revoked, so that the request's Idempotency-Key record commits
+	// with the revocation (revokeContext).
 	Revoke(ctx context.Context, id string, at time.Time) error
 	// RevokeAndInsert revokes the credential id and inserts next in one
 	// transaction. If id is not an active credential it changes nothing
@@ -217,10 +222,11 @@ func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec Exe
 			return RevokeResult{}, httpapi.Wrap(httpapi.CodeForbiddenRole, httpapi.ErrForbiddenRole,
 				fmt.Sprintf("revoking another operator's credential needs the admin role; this credential's role is %s", p.Role))
 		}
-		if err := o.store.Revoke(ctx, id, o.clock.Now()); err != nil {
+		res := RevokeResult{TokenID: id, Class: ClassOperator, Revoked: true}
+		if err := o.store.Revoke(revokeContext(ctx, res), id, o.clock.Now()); err != nil {
 			return RevokeResult{}, err
 		}
-		return RevokeResult{TokenID: id, Class: ClassOperator, Revoked: true}, nil
+		return res, nil
 	case !errors.Is(err, extension.ErrNotFound):
 		return RevokeResult{}, err
 	}
@@ -228,13 +234,29 @@ func (o *Operators) Revoke(ctx context.Context, p Principal, id string, exec Exe
 	if exec == nil {
 		return RevokeResult{}, notFound
 	}
-	if err := exec.Revoke(ctx, id, o.clock.Now()); err != nil {
+	res := RevokeResult{TokenID: id, Class: ClassExecution, Revoked: true}
+	if err := exec.Revoke(revokeContext(ctx, res), id, o.clock.Now()); err != nil {
 		if errors.Is(err, extension.ErrNotFound) {
 			return RevokeResult{}, notFound
 		}
 		return RevokeResult{}, err
 	}
-	return RevokeResult{TokenID: id, Class: ClassExecution, Revoked: true}, nil
+	return res, nil
+}
+
+// revokeContext returns ctx for the store's revoke of res.TokenID. The
+// store's transaction tells its recorder only the id it revoked (it knows
+// nothing of the response); this one tells the recorder ctx carries, if
+// any, res, the result Revoke returns, in that same transaction, so the
+// Idempotency-Key record of POST /v1/auth/revoke commits with the
+// revocation.
+func revokeContext(ctx context.Context, res RevokeResult) context.Context {
+	return kernel.WithResultRecorder(ctx, func(_ context.Context, tx storage.Tx, v any) error {
+		if id, ok := v.(string); !ok || id != res.TokenID {
+			return nil
+		}
+		return kernel.RecordResult(ctx, tx, res)
+	})
 }
 
 // BootstrapState says what BootstrapOperator found or did.
@@ -405,7 +427,11 @@ func (s *Server) handleRevoke(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p, _ := PrincipalFrom(r.Context())
-	res, err := s.ops.Revoke(r.Context(), p, req.TokenID, s.opts.ExecutionTokens)
+	ctx := recordInTx(r.Context(), r, func(v any) (any, bool) {
+		res, ok := v.(RevokeResult)
+		return revokedOut(res), ok
+	})
+	res, err := s.ops.Revoke(ctx, p, req.TokenID, s.opts.ExecutionTokens)
 	if err != nil {
 		return nil, err
 	}

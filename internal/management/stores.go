@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/open-conduit/open-conduit/internal/kernel"
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
 
@@ -50,8 +51,15 @@ func (s storeCredentials) ActiveByName(ctx context.Context, name string) (Creden
 	return fromRecord(s.s.GetActiveCredential(ctx, name))
 }
 
+// Revoke revokes the credential and offers its transaction to the
+// recorder ctx carries (see Credentials.Revoke).
 func (s storeCredentials) Revoke(ctx context.Context, id string, at time.Time) error {
-	return s.s.WithTx(ctx, func(tx storage.Tx) error { return tx.RevokeCredential(ctx, id, at) })
+	return s.s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := tx.RevokeCredential(ctx, id, at); err != nil {
+			return err
+		}
+		return kernel.RecordResult(ctx, tx, id)
+	})
 }
 
 func (s storeCredentials) RevokeAndInsert(ctx context.Context, id string, at time.Time, next Credential) error {

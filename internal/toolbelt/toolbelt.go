@@ -419,7 +419,9 @@ func (tb *Toolbelt) allowlist(generation int64, scope, binding string, grants []
 }
 
 // Revoke revokes one token by its id (tok_…). Revoking a revoked token
-// succeeds; an unknown id is ErrNotFound.
+// succeeds; an unknown id is ErrNotFound. The transaction's last step
+// runs the recorder ctx carries (kernel.RecordResult) with the id, so that
+// an operator's revoke records its Idempotency-Key response with it.
 func (tb *Toolbelt) Revoke(ctx context.Context, tokenID string) error {
 	var execution string
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
@@ -428,8 +430,10 @@ func (tb *Toolbelt) Revoke(ctx context.Context, tokenID string) error {
 			return err
 		}
 		execution = t.Execution
-		_, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: tokenID, At: tb.clock.Now()})
-		return err
+		if _, err = tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: tokenID, At: tb.clock.Now()}); err != nil {
+			return err
+		}
+		return kernel.RecordResult(ctx, tx, tokenID)
 	})
 	if execution != "" {
 		tb.tokens.dropExecution(execution)
