@@ -15,12 +15,17 @@ import (
 // SQLite it is time inside the one writer.
 //
 // A Work or execution row is served from here only while the transaction
-// has run nothing but plain reads since it was read: Statement forgets
-// them at any statement that may write or lock (anything that is not a
-// SELECT, and a SELECT … FOR UPDATE). Events are kept across writes,
-// because an accepted event never changes. A TxRows belongs to one caller's
-// transaction and is never shared between transactions or goroutines; the
-// zero value is ready to use.
+// has run nothing since it was read that could change it: Statement
+// forgets the Work rows at a statement that writes the work table, the
+// execution rows at one that writes the executions table, each at a
+// statement that locks rows of its table (… FOR UPDATE, FOR SHARE), and
+// both at a statement that is not a SELECT, INSERT, UPDATE, DELETE or
+// WITH at all. No table of the schema
+// changes another through a trigger or a cascade, so a write to one table
+// leaves the rows of the others as they were. Events are kept across
+// writes, because an accepted event never changes. A TxRows belongs to one
+// caller's transaction and is never shared between transactions or
+// goroutines; the zero value is ready to use.
 //
 // Holding a row across plain reads is like reading it at the first read:
 // every write the store makes is a compare-and-set on the row's revision,
@@ -37,21 +42,80 @@ func (c *TxRows) Statement(query string) {
 	if len(c.work) == 0 && len(c.execs) == 0 {
 		return
 	}
-	if readOnly(query) {
-		return
+	work, execs := touches(query)
+	if work {
+		clear(c.work)
 	}
-	clear(c.work)
-	clear(c.execs)
+	if execs {
+		clear(c.execs)
+	}
 }
 
-// readOnly reports whether query is a plain SELECT that neither writes
-// nor locks.
-func readOnly(query string) bool {
-	q := strings.TrimLeft(query, " \t\n")
-	if len(q) < 6 || !strings.EqualFold(q[:6], "SELECT") {
-		return false
+// touches reports whether query may change rows of the work table and of
+// the executions table: the tables it inserts into, updates or deletes
+// from (in a WITH too), the tables it reads when it locks rows (… FOR
+// UPDATE), and both for a statement of any other kind.
+func touches(query string) (work, execs bool) {
+	next := words(query)
+	first := next()
+	switch strings.ToUpper(first) {
+	case "SELECT", "WITH", "INSERT", "UPDATE", "DELETE":
+	default:
+		return true, true
 	}
-	return !strings.Contains(q, "FOR UPDATE") && !strings.Contains(q, "FOR SHARE")
+	var before, prev string
+	var read []string // the tables read (FROM, JOIN), for a lock
+	for w := first; w != ""; before, prev, w = prev, w, next() {
+		var table string
+		switch {
+		case strings.EqualFold(prev, "FOR") && (strings.EqualFold(w, "UPDATE") || strings.EqualFold(w, "SHARE")):
+			// A lock: what this transaction reads next of the tables
+			// it locks rows of may be newer than what it kept.
+			for _, t := range read {
+				switch strings.ToLower(t) {
+				case "work":
+					work = true
+				case "executions":
+					execs = true
+				}
+			}
+		case strings.EqualFold(prev, "FROM") || strings.EqualFold(prev, "JOIN"):
+			read = append(read, w)
+			if strings.EqualFold(before, "DELETE") {
+				table = w
+			}
+		case strings.EqualFold(prev, "INTO"):
+			table = w
+		case strings.EqualFold(prev, "UPDATE") && !strings.EqualFold(w, "SET"): // not ON CONFLICT … DO UPDATE SET
+			table = w
+		}
+		switch strings.ToLower(table) {
+		case "work":
+			work = true
+		case "executions":
+			execs = true
+		}
+	}
+	return work, execs
+}
+
+// words returns a function that gives the words of query one at a time
+// (runs of letters, digits, _ and .), and "" at the end.
+func words(query string) func() string {
+	i := 0
+	isWord := func(b byte) bool {
+		return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '.'
+	}
+	return func() string {
+		for i < len(query) && !isWord(query[i]) {
+			i++
+		}
+		start := i
+		for i < len(query) && isWord(query[i]) {
+			i++
+		}
+		return query[start:i]
+	}
 }
 
 // Work returns a copy of the Work row kept for id.

@@ -57,35 +57,31 @@ func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string)
 
 // ---- events ----
 
-// InsertEvent numbers the event from the counter row, which it locks first
-// and holds until the transaction ends: every other accepting transaction,
-// of this daemon or another, waits for it, so the sequence is gap-free and
-// increases in commit order. Because the lock is taken before the insert,
-// that statement (a fresh snapshot under READ COMMITTED) sees every event
-// committed before it, and its ON CONFLICT finds a taken id or delivery in
-// the unique indexes; only then is the cause of a refusal looked up.
+// InsertEvent numbers the event from the counter row, which its one
+// statement locks first and holds until the transaction ends: every other
+// accepting transaction, of this daemon or another, waits for it, so the
+// sequence is gap-free and increases in commit order. A row locked after
+// a wait is read at its newest version (READ COMMITTED), so the number is
+// the next after the last committed; the insert's ON CONFLICT finds a
+// taken id or delivery in the unique indexes, which hold every committed
+// event; and the counter moves only when the event was written. Only a
+// refusal costs a second statement, to say which identity was taken.
 func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
 	if p.ID == "" || p.Root == "" {
 		return storage.Event{}, errors.New("postgres: an event needs an id and a root")
-	}
-	var last int64
-	if err := t.q.queryRow(ctx, `SELECT last FROM event_counter WHERE id = 1 FOR UPDATE`).Scan(&last); err != nil {
-		return storage.Event{}, fmt.Errorf("postgres: lock the event sequence: %s", engineMessage(err))
 	}
 	data := p.Data
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
 	}
-	seq := last + 1
-	// One statement writes the event and, only when it was written, moves
-	// the counter (whose row this transaction holds).
-	var moved int64
-	err := t.q.queryRow(ctx, `WITH ins AS (
+	var seq int64
+	err := t.q.queryRow(ctx, `WITH c AS (SELECT last FROM event_counter WHERE id = 1 FOR UPDATE),
+		ins AS (
 			INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq)
+			VALUES ((SELECT last + 1 FROM c), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq)
 		UPDATE event_counter SET last = ins.seq FROM ins WHERE event_counter.id = 1 RETURNING event_counter.last`,
-		seq, p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
-		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&moved)
+		p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
+		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Event{}, t.eventTaken(ctx, p)
 	}
@@ -226,7 +222,14 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 	if p.Key == "" {
 		return errors.New("postgres: an empty key cannot be owned")
 	}
+	// The insert first: a free key (the usual case) costs one statement.
+	// A taken one is looked up: owning it already is fine; a key released
+	// between the two is tried once more.
 	for range 2 {
+		ok, err := t.insert(ctx, "acquire key", `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
+		if err != nil || ok {
+			return err
+		}
 		owner, err := t.keyOwner(ctx, p.Scope, p.Key)
 		switch {
 		case err != nil:
@@ -236,12 +239,6 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 		case owner != "":
 			return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
 		}
-		ok, err := t.insert(ctx, "acquire key", `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
-		if err != nil || ok {
-			return err
-		}
-		// Another transaction took the key between the check and the
-		// insert, and committed: read who owns it now.
 	}
 	return fmt.Errorf("%w: key %q is owned by another work", storage.ErrDuplicate, p.Key)
 }
@@ -253,28 +250,35 @@ func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error
 
 // QueueInput locks the Work's row first, so that two daemons queuing for
 // the same Work number their inputs one after the other and the same
-// event is queued once.
+// event is queued once. The statement after the lock (a fresh snapshot)
+// finds the event queued already, or queues it and counts it, at once.
+//
+// A Work row the transaction keeps (see storage.TxRows) is kept counted,
+// when the lock shows it was current: the caller that queues an input
+// reads its Work next.
 func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (storage.Input, error) {
-	var count int64
-	if err := t.q.queryRow(ctx, `SELECT input_count FROM work WHERE id = ? FOR UPDATE`, p.Work).Scan(&count); err != nil {
+	kept, wasKept := t.q.turn.rows.Work(p.Work)
+	var count, revision int64
+	if err := t.q.queryRow(ctx, `SELECT input_count, revision FROM work WHERE id = ? FOR UPDATE`, p.Work).Scan(&count, &revision); err != nil {
 		return storage.Input{}, one(err, "work", p.Work)
 	}
-	in, err := scanInput(t.q.queryRow(ctx, `SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?`, p.Work, p.Event))
-	if err == nil {
-		return in, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return in, fmt.Errorf("postgres: check input: %s", engineMessage(err))
-	}
 	pos := count + 1
-	if _, err := t.q.exec(ctx, `INSERT INTO work_inputs (work, position, event, queued_at) VALUES (?, ?, ?, ?)`,
-		p.Work, pos, p.Event, ts(p.At)); err != nil {
+	// The UPDATE runs although the SELECT does not read it: PostgreSQL
+	// runs every data-modifying WITH exactly once.
+	in, err := scanInput(t.q.queryRow(ctx, `WITH prior AS (SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?),
+		ins AS (INSERT INTO work_inputs (work, position, event, queued_at) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM prior)
+			RETURNING work, position, event, queued_at),
+		counted AS (UPDATE work SET input_count = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND EXISTS (SELECT 1 FROM ins))
+		SELECT work, position, event, queued_at FROM ins UNION ALL SELECT work, position, event, queued_at FROM prior`,
+		p.Work, p.Event, p.Work, pos, p.Event, ts(p.At), pos, ts(p.At), p.Work))
+	if err != nil {
 		return storage.Input{}, writeErr(err, "queue input")
 	}
-	if _, err := t.q.exec(ctx, `UPDATE work SET input_count = ?, revision = revision + 1, updated_at = ? WHERE id = ?`, pos, ts(p.At), p.Work); err != nil {
-		return storage.Input{}, writeErr(err, "queue input")
+	if in.Position == pos && wasKept && kept.InputCount == count && kept.Revision == revision {
+		kept.InputCount, kept.Revision, kept.UpdatedAt = pos, revision+1, fromTS(ts(p.At))
+		t.q.turn.rows.KeepWork(kept)
 	}
-	return storage.Input{Work: p.Work, Position: pos, Event: p.Event, QueuedAt: fromTS(ts(p.At))}, nil
+	return in, nil
 }
 
 // ---- executions ----
