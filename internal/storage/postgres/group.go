@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -16,10 +18,13 @@ import (
 // of its own, with one COMMIT (one WAL flush) for all of them. A caller's
 // failed statement aborts only its savepoint, which is rolled back.
 //
-// The batch's own statements travel with each other: BEGIN goes with the
-// first SAVEPOINT, a kept savepoint's RELEASE with the next SAVEPOINT (the
-// COMMIT releases the last), so a caller costs one round trip more than
-// its own statements and a batch one more than its callers.
+// The batch's own statements never cost a round trip of their own: they
+// wait (ahead) and travel in one pipeline with the caller's next
+// statement, BEGIN with the first caller's first, a savepoint with its
+// caller's first, a kept savepoint's RELEASE with the next caller's, the
+// last ones with the COMMIT. A caller's write whose result it does not
+// need (ReleaseKeys) waits the same way, for its next statement or the
+// end of its turn.
 //
 // A batch begins by locking the event counter row (the lock InsertEvent
 // takes anyway), in the same round trip as its BEGIN, and holds it to its
@@ -39,14 +44,26 @@ import (
 const maxBatch = 48
 
 // beginBatch begins a batch and takes its lock (see above).
-const beginBatch = `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT last FROM event_counter WHERE id = 1 FOR UPDATE`
+var beginBatch = []string{`BEGIN ISOLATION LEVEL READ COMMITTED`, `SELECT last FROM event_counter WHERE id = 1 FOR UPDATE`}
 
-// batch is one PostgreSQL transaction (a group.Batch). pending is the
-// batch's statement that waits to travel with its next one.
+// batch is one PostgreSQL transaction (a group.Batch).
 type batch struct {
-	s       *Store
-	c       *pgxpool.Conn
-	pending string
+	s *Store
+	c *pgxpool.Conn
+	// ahead is what waits to travel with the next statement, in order:
+	// the batch's own statements and the current caller's deferred
+	// writes (those with arguments). from is where the current caller's
+	// part of it begins (its unsent SAVEPOINT), or -1 once that is sent.
+	ahead []pending
+	from  int
+	// begun: BEGIN has been sent.
+	begun bool
+}
+
+// pending is one statement waiting in ahead.
+type pending struct {
+	sql  string
+	args []any
 }
 
 func (s *Store) newCommitter() *group.Committer[*batch] {
@@ -58,42 +75,63 @@ func (s *Store) newCommitter() *group.Committer[*batch] {
 			if err != nil {
 				return nil, errors.New(connFailure(err))
 			}
-			return &batch{s: s, c: c, pending: beginBatch}, nil
+			b := &batch{s: s, c: c, from: -1}
+			for _, q := range beginBatch {
+				b.ahead = append(b.ahead, pending{sql: q})
+			}
+			return b, nil
 		},
 	})
 }
 
-// exec runs the batch's statements (several, in one round trip: the
-// simple protocol), never bound to a caller's context.
-func (b *batch) exec(stmts string) error {
-	if _, err := b.c.Exec(context.Background(), stmts); err != nil {
+func (b *batch) Savepoint() error {
+	b.from = len(b.ahead)
+	b.ahead = append(b.ahead, pending{sql: `SAVEPOINT member`})
+	return nil
+}
+
+// Release keeps the caller's writes: a savepoint that was never sent
+// (the caller ran no statement) is dropped, a sent one released with the
+// next statement. WithTx has sent the caller's deferred writes already.
+func (b *batch) Release() error {
+	if b.from >= 0 {
+		b.ahead = b.ahead[:b.from]
+		b.from = -1
+		return nil
+	}
+	b.ahead = append(b.ahead, pending{sql: `RELEASE SAVEPOINT member`})
+	return nil
+}
+
+// Undo drops what of the caller was never sent, and rolls back to its
+// savepoint when that was sent.
+func (b *batch) Undo() error {
+	if b.from >= 0 {
+		b.ahead = b.ahead[:b.from]
+		b.from = -1
+		return nil
+	}
+	b.ahead = nil
+	if _, err := b.c.Exec(context.Background(), `ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member`); err != nil {
 		return errors.New(engineMessage(err))
 	}
 	return nil
 }
 
-func (b *batch) Savepoint() error {
-	stmts := `SAVEPOINT member`
-	if b.pending != "" {
-		stmts = b.pending + `; ` + stmts
-		b.pending = ""
-	}
-	return b.exec(stmts)
-}
-
-func (b *batch) Release() error {
-	b.pending = `RELEASE SAVEPOINT member`
-	return nil
-}
-
-func (b *batch) Undo() error {
-	return b.exec(`ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member`)
-}
-
 func (b *batch) Commit() error {
 	defer b.c.Release()
+	if !b.begun {
+		return nil // no caller ran a statement: there is nothing to commit
+	}
+	stmts := make([]string, 0, len(b.ahead)+1)
+	for _, p := range b.ahead {
+		stmts = append(stmts, p.sql)
+	}
+	b.ahead = nil
 	began := b.s.clock.Now()
-	tag, err := b.c.Exec(context.Background(), `COMMIT`)
+	// The simple protocol: several statements, one round trip, the last
+	// one's tag.
+	tag, err := b.c.Exec(context.Background(), strings.Join(append(stmts, `COMMIT`), "; "))
 	if err != nil {
 		// The outcome is unknown (the connection failed during COMMIT):
 		// the callers are told it failed, and the pool drops the
@@ -111,12 +149,66 @@ func (b *batch) Commit() error {
 
 func (b *batch) Rollback() {
 	defer b.c.Release()
-	if b.pending == beginBatch {
+	if !b.begun {
 		return // nothing was begun
 	}
 	// A connection left in a transaction (this failed) is not given back
 	// to the pool: Release closes it.
 	_, _ = b.c.Exec(context.Background(), `ROLLBACK`)
+}
+
+// defer queues a caller's write to travel with its next statement.
+func (b *batch) deferWrite(query string, args []any) {
+	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args})
+}
+
+// deferred reports whether a caller's write waits in ahead.
+func (b *batch) deferred() bool {
+	for _, p := range b.ahead {
+		if p.args != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// pipeline sends what waits ahead, then query, in one round trip (a pgx
+// batch), and returns the results of query (br is closed by the caller,
+// through the row or rows it is given). An error of a statement ahead is
+// query's error.
+func (b *batch) pipeline(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
+	var pb pgx.Batch
+	for _, p := range b.ahead {
+		pb.Queue(p.sql, p.args...)
+	}
+	if query != "" {
+		pb.Queue(query, args...)
+	}
+	n := len(b.ahead)
+	b.ahead = nil
+	b.from = -1
+	b.begun = true
+	br := b.c.SendBatch(ctx, &pb)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// flush sends the caller's deferred writes (with what else waits ahead),
+// at the end of its turn.
+func (b *batch) flush(ctx context.Context) error {
+	if !b.deferred() {
+		return nil
+	}
+	br, err := b.pipeline(ctx, "", nil)
+	if err != nil {
+		return writeErr(err, "write")
+	}
+	return br.Close()
 }
 
 // WithTx runs fn in a write transaction at READ COMMITTED, batched with
@@ -127,7 +219,11 @@ func (b *batch) Rollback() {
 func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
 	return s.group.Run(ctx, func(b *batch) error {
 		t, tn := newTx(b.c)
+		tn.b = b
 		defer tn.ended.Store(true)
-		return fn(t)
+		if err := fn(t); err != nil {
+			return err
+		}
+		return b.flush(context.WithoutCancel(ctx))
 	})
 }

@@ -246,3 +246,50 @@ func TestBatchesOfDaemonsNeverDeadlock(t *testing.T) {
 		t.Errorf("a transaction failed: %v", err)
 	}
 }
+
+// TestDeferredWritesTravelInOrder: a released key (a write that waits to
+// travel with the caller's next statement) is released for that
+// statement, and a turn whose last act is such a write still commits it.
+func TestDeferredWritesTravelInOrder(t *testing.T) {
+	_, _, ss := daemons(t, 2)
+	s, other := ss[0], ss[1]
+	ctx := context.Background()
+	work := func(tx storage.Tx, id string) error {
+		if _, err := insertEvent(ctx, tx, "evt_"+id); err != nil {
+			return err
+		}
+		_, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_" + id, Scope: "s1", Binding: "b", State: storage.WorkReady, CreatedEvent: "evt_" + id, CreatedAt: storagetest.T0})
+		return err
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for _, id := range []string{"1", "2"} {
+			if err := work(tx, id); err != nil {
+				return err
+			}
+		}
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "k", Work: "wrk_1", At: storagetest.T0}); err != nil {
+			return err
+		}
+		if err := tx.ReleaseKeys(ctx, "wrk_1", storagetest.T0); err != nil {
+			return err
+		}
+		if owner, err := tx.GetKeyOwner(ctx, "s1", "k"); !storage.IsNotFound(err) {
+			return fmt.Errorf("after its release the key is owned by %q (%v)", owner.ID, err)
+		}
+		return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "k", Work: "wrk_2", At: storagetest.T0})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A turn that ends with the release: it is committed with the turn.
+	if err := s.WithTx(ctx, func(tx storage.Tx) error { return tx.ReleaseKeys(ctx, "wrk_2", storagetest.T0) }); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := other.GetKeyOwner(ctx, "s1", "k"); !storage.IsNotFound(err) {
+		t.Fatalf("the key released at the end of a turn is owned by %q (%v)", owner.ID, err)
+	}
+	keys, err := other.ListKeysEverOwned(ctx, "wrk_2")
+	if err != nil || len(keys) != 1 || keys[0] != "k" {
+		t.Fatalf("wrk_2 owned %v (%v), want [k]", keys, err)
+	}
+}

@@ -38,10 +38,11 @@ type querier struct {
 	turn *turn
 }
 
-// turn is one caller's part of a batch.
+// turn is one caller's part of a batch, b.
 type turn struct {
 	rows  storage.TxRows
 	ended atomic.Bool
+	b     *batch
 }
 
 var errTxEnded = errors.New("postgres: the transaction has ended")
@@ -61,10 +62,22 @@ func (q querier) enter(ctx context.Context, query string) (context.Context, erro
 	return context.WithoutCancel(ctx), nil
 }
 
+// ahead reports whether statements wait to travel with this one (see
+// group.go).
+func (q querier) ahead() bool { return q.turn != nil && q.turn.b != nil && len(q.turn.b.ahead) > 0 }
+
 func (q querier) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
 	ctx, err := q.enter(ctx, query)
 	if err != nil {
 		return pgconn.CommandTag{}, err
+	}
+	if q.ahead() {
+		br, err := q.turn.b.pipeline(ctx, rebind(query), args)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		tag, err := br.Exec()
+		return tag, errors.Join(err, br.Close())
 	}
 	return q.c.Exec(ctx, rebind(query), args...)
 }
@@ -74,6 +87,18 @@ func (q querier) query(ctx context.Context, query string, args ...any) (pgx.Rows
 	if err != nil {
 		return nil, err
 	}
+	if q.ahead() {
+		br, err := q.turn.b.pipeline(ctx, rebind(query), args)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+		return &pipelinedRows{Rows: rows, br: br}, nil
+	}
 	return q.c.Query(ctx, rebind(query), args...)
 }
 
@@ -82,13 +107,65 @@ func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 	if err != nil {
 		return errRow{err}
 	}
+	if q.ahead() {
+		br, err := q.turn.b.pipeline(ctx, rebind(query), args)
+		if err != nil {
+			return errRow{err}
+		}
+		return pipelinedRow{row: br.QueryRow(), br: br}
+	}
 	return q.c.QueryRow(ctx, rebind(query), args...)
+}
+
+// later runs a write whose result the caller does not need with its next
+// statement, or at the end of its turn; its error is that statement's, or
+// the turn's. On the pool it runs at once.
+func (q querier) later(ctx context.Context, query string, args ...any) error {
+	if q.turn == nil || q.turn.b == nil {
+		_, err := q.exec(ctx, query, args...)
+		return err
+	}
+	if _, err := q.enter(ctx, query); err != nil {
+		return err
+	}
+	if args == nil {
+		args = []any{}
+	}
+	q.turn.b.deferWrite(query, args)
+	return nil
 }
 
 // errRow is a row whose statement never ran.
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// pipelinedRow is the row of the last statement of a pipeline, which it
+// closes once read.
+type pipelinedRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r pipelinedRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// pipelinedRows are the rows of the last statement of a pipeline, which
+// Close closes.
+type pipelinedRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *pipelinedRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
 
 var rebound sync.Map
 

@@ -244,8 +244,9 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 }
 
 func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
-	_, err := t.q.exec(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
-	return writeErr(err, "release keys")
+	// Nothing reads the result: the update travels with the next
+	// statement (a failure is that statement's, or the turn's).
+	return t.q.later(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
 }
 
 // QueueInput locks the Work's row first, so that two daemons queuing for
