@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // TxRows keeps the Work, execution and event rows that one write
@@ -51,11 +53,37 @@ func (c *TxRows) Statement(query string) {
 	}
 }
 
+// touched holds touches' answers: the stores' statements are a bounded
+// set of texts, and reading one word by word on every statement was a
+// measurable part of a short transaction's cost.
+// It stops learning past maxTouched texts, so that a store that built
+// statements without bound would still not grow it without bound.
+var (
+	touched      sync.Map // query → [2]bool
+	touchedCount atomic.Int64
+)
+
+const maxTouched = 4096
+
 // touches reports whether query may change rows of the work table and of
 // the executions table: the tables it inserts into, updates or deletes
 // from (in a WITH too), the tables it reads when it locks rows (… FOR
 // UPDATE), and both for a statement of any other kind.
 func touches(query string) (work, execs bool) {
+	if v, ok := touched.Load(query); ok {
+		t := v.([2]bool)
+		return t[0], t[1]
+	}
+	work, execs = readTouches(query)
+	if touchedCount.Load() < maxTouched {
+		if _, had := touched.LoadOrStore(query, [2]bool{work, execs}); !had {
+			touchedCount.Add(1)
+		}
+	}
+	return work, execs
+}
+
+func readTouches(query string) (work, execs bool) {
 	next := words(query)
 	first := next()
 	switch strings.ToUpper(first) {
