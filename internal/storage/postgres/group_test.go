@@ -2,9 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,26 +15,9 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage/storagetest"
 )
 
-// waitFor polls for a real event of the store, failing after a generous
-// bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestGroupCommitOneBatch holds the writer with one caller until every
-// other has queued, so that all of them share one batch (one COMMIT): the
-// ones that fail (one of them after a statement PostgreSQL refused, which
-// aborts the transaction without its savepoint), panic or end their
-// goroutine get their own outcome and leave nothing behind, a queued
-// caller whose context is cancelled never runs, and the rest commit with a
-// gap-free sequence, each seeing the writes before it. A second store on
-// the schema then reads what is durable.
+// TestGroupCommitOneBatch: callers queued together share one batch (one
+// COMMIT) and each gets its own outcome (storagetest.GroupCommitOneBatch);
+// a second store on the schema then reads what is durable.
 func TestGroupCommitOneBatch(t *testing.T) {
 	c := pgtest.Require(t)
 	schema := c.FreshSchema()
@@ -47,136 +28,16 @@ func TestGroupCommitOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-
-	const n = 40
-	type outcome struct {
-		err      error
-		seq      int64
-		sawLast  int64
-		panicked any
-		returned bool
-	}
-	var (
-		outcomes [n]outcome
-		wg       sync.WaitGroup
-		holding  = make(chan struct{})
-		release  = make(chan struct{})
-	)
-	fails := func(i int) bool { return i%5 == 3 }
-	run := func(i int) {
-		defer wg.Done()
-		o := &outcomes[i]
-		defer func() { o.panicked = recover() }()
-		id := fmt.Sprint("evt_g", i)
-		o.err = s.WithTx(ctx, func(tx storage.Tx) error {
-			if i == 0 {
-				close(holding)
-				<-release
-			}
-			last, err := tx.LastSeq(ctx)
+	storagetest.GroupCommitOneBatch(t, storagetest.Batching{
+		Store: s, Queued: s.QueuedForTest, Batches: commits.Load,
+		Durable: func() storage.Store {
+			other, err := openSchema(t, c, schema)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
-			o.sawLast = last
-			ev, err := insertEvent(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			o.seq = ev.Seq
-			switch {
-			case i == 7:
-				panic("caller 7 panics")
-			case i == 11:
-				runtime.Goexit()
-			case i == 13:
-				// An event whose parent does not exist: the database
-				// refuses the statement and aborts the transaction, which
-				// only this caller's savepoint undoes.
-				_, err := tx.InsertEvent(ctx, &storage.InsertEventParams{ID: "evt_orphan", Type: "test.happened", Source: "test", Scope: "s1", Root: "evt_missing", Parent: "evt_missing", Depth: 1, Data: []byte(`{}`), AcceptedAt: storagetest.T0})
-				if err == nil {
-					return errors.New("caller 13: an event of a missing parent was accepted")
-				}
-				return fmt.Errorf("caller %d fails", i)
-			case fails(i):
-				return fmt.Errorf("caller %d fails", i)
-			}
-			return nil
-		})
-		o.returned = true
-	}
-	wg.Add(1)
-	go run(0)
-	<-holding
-	before := commits.Load()
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go run(i)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	ranCancelled := false
-	cancelledErr := make(chan error, 1)
-	go func() {
-		cancelledErr <- s.WithTx(cctx, func(tx storage.Tx) error { ranCancelled = true; return nil })
-	}()
-	waitFor(t, "every caller to queue", func() bool { return s.QueuedForTest() == n })
-	cancel()
-	if err := <-cancelledErr; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the cancelled caller got %v, want context.Canceled", err)
-	}
-	close(release)
-	wg.Wait()
-	if ranCancelled {
-		t.Fatal("the function of a caller cancelled in the queue ran")
-	}
-	if got := commits.Load() - before; got != 1 {
-		t.Fatalf("%d callers committed in %d batches, want 1", n, got)
-	}
-	committed := map[string]int64{}
-	for i := range n {
-		o := outcomes[i]
-		switch {
-		case i == 7:
-			if o.panicked != "caller 7 panics" || o.returned {
-				t.Errorf("caller 7: panic %v, returned %v; want its own panic", o.panicked, o.returned)
-			}
-		case i == 11:
-			if o.returned || o.panicked != nil {
-				t.Errorf("caller 11 ended its goroutine but returned %v (panic %v)", o.err, o.panicked)
-			}
-		case i == 13 || fails(i):
-			if o.err == nil || o.err.Error() != fmt.Sprintf("caller %d fails", i) {
-				t.Errorf("caller %d got %v, want its own error unchanged", i, o.err)
-			}
-		default:
-			if o.err != nil {
-				t.Errorf("caller %d: %v", i, o.err)
-			}
-			committed[fmt.Sprint("evt_g", i)] = o.seq
-		}
-		if o.seq != 0 && o.seq != o.sawLast+1 {
-			t.Errorf("caller %d inserted seq %d after reading last seq %d", i, o.seq, o.sawLast)
-		}
-	}
-	other, err := openSchema(t, c, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := other.ListEvents(ctx, &storage.ListEventsParams{Limit: storage.MaxLimit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != len(committed) {
-		t.Fatalf("the database holds %d events, want the %d committed", len(evs), len(committed))
-	}
-	for k, ev := range evs {
-		if ev.Seq != int64(k+1) {
-			t.Fatalf("event %d has seq %d: the sequence has a gap", k, ev.Seq)
-		}
-		if seq, ok := committed[ev.ID]; !ok || seq != ev.Seq {
-			t.Errorf("event %s has seq %d in the database; committed with %d (%v)", ev.ID, ev.Seq, seq, ok)
-		}
-	}
+			return other
+		},
+	}, 40)
 }
 
 // TestBatchesOfDaemonsNeverDeadlock: two daemons' batches each take a

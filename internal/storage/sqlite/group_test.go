@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,160 +43,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestGroupCommitOneBatch holds the writer with one caller until every
-// other has queued, so that all of them share one batch: the ones that
-// fail, panic or end their goroutine get their own outcome, one queued
-// caller whose context is cancelled never runs, and the rest commit in one
-// COMMIT with a gap-free sequence, each seeing the writes before it. The
-// file is then reopened to check what is durable.
+// TestGroupCommitOneBatch: callers queued together share one batch and
+// each gets its own outcome (storagetest.GroupCommitOneBatch); the file is
+// then reopened to check what is durable.
 func TestGroupCommitOneBatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := open(t, path)
-	ctx := context.Background()
-	before := s.BatchesForTest()
-
-	const n = 64
-	type outcome struct {
-		err      error
-		seq      int64
-		sawLast  int64
-		panicked any
-		returned bool
-	}
-	var (
-		outcomes [n]outcome
-		wg       sync.WaitGroup
-		holding  = make(chan struct{})
-		release  = make(chan struct{})
-	)
-	fails := func(i int) bool { return i%5 == 3 }
-	run := func(i int) {
-		defer wg.Done()
-		o := &outcomes[i]
-		defer func() { o.panicked = recover() }()
-		id := fmt.Sprint("g", i)
-		o.err = s.WithTx(ctx, func(tx storage.Tx) error {
-			if i == 0 {
-				close(holding)
-				<-release
+	storagetest.GroupCommitOneBatch(t, storagetest.Batching{
+		Store: s, Queued: s.QueuedForTest, Batches: s.BatchesForTest,
+		Durable: func() storage.Store {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
 			}
-			last, err := tx.LastSeq(ctx)
-			if err != nil {
-				return err
-			}
-			o.sawLast = last
-			ev, err := writeOne(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			o.seq = ev.Seq
-			switch {
-			case i == 7:
-				panic("caller 7 panics")
-			case i == 11:
-				runtime.Goexit()
-			case fails(i):
-				return fmt.Errorf("caller %d fails", i)
-			}
-			return nil
-		})
-		o.returned = true
-	}
-	wg.Add(1)
-	go run(0)
-	<-holding
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go run(i)
-	}
-	// One more caller queues and gives up before its turn.
-	cctx, cancel := context.WithCancel(ctx)
-	ranCancelled := false
-	cancelledErr := make(chan error, 1)
-	go func() {
-		cancelledErr <- s.WithTx(cctx, func(tx storage.Tx) error { ranCancelled = true; return nil })
-	}()
-	waitFor(t, "every caller to queue", func() bool { return s.QueuedForTest() == n })
-	cancel()
-	if err := <-cancelledErr; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the cancelled caller got %v, want context.Canceled", err)
-	}
-	close(release)
-	wg.Wait()
-	if ranCancelled {
-		t.Fatal("the function of a caller cancelled in the queue ran")
-	}
-
-	if got := s.BatchesForTest() - before; got != 1 {
-		t.Fatalf("%d callers committed in %d batches, want 1", n, got)
-	}
-	var committed []int
-	for i := range n {
-		o := outcomes[i]
-		switch {
-		case i == 7:
-			if o.panicked != "caller 7 panics" || o.returned {
-				t.Errorf("caller 7: panic %v, returned %v; want its own panic", o.panicked, o.returned)
-			}
-		case i == 11:
-			if o.returned || o.panicked != nil {
-				t.Errorf("caller 11 ended its goroutine but returned %v (panic %v)", o.err, o.panicked)
-			}
-		case fails(i):
-			if o.err == nil || o.err.Error() != fmt.Sprintf("caller %d fails", i) {
-				t.Errorf("caller %d got %v, want its own error unchanged", i, o.err)
-			}
-		default:
-			if o.err != nil {
-				t.Errorf("caller %d: %v", i, o.err)
-			}
-			committed = append(committed, i)
-		}
-		if o.seq == 0 {
-			continue
-		}
-		// Each function saw the writes of those before it (the callers
-		// ran in queue order, which only they know): its event took the
-		// next number after the last it read.
-		if o.seq != o.sawLast+1 {
-			t.Errorf("caller %d inserted seq %d after reading last seq %d", i, o.seq, o.sawLast)
-		}
-	}
-
-	// Reopen the file: the committed callers' rows are there, with seqs
-	// 1..len(committed); nothing of the others is.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, path)
-	evs := allEvents(t, s2)
-	if len(evs) != len(committed) {
-		t.Fatalf("the file holds %d events, want the %d committed", len(evs), len(committed))
-	}
-	seqs := map[string]int64{}
-	for k, ev := range evs {
-		if ev.Seq != int64(k+1) {
-			t.Fatalf("event %d has seq %d: the sequence has a gap", k, ev.Seq)
-		}
-		seqs[ev.ID] = ev.Seq
-	}
-	for _, i := range committed {
-		id := fmt.Sprint("g", i)
-		if seqs["evt_"+id] != outcomes[i].seq {
-			t.Errorf("caller %d's event has seq %d in the file, %d when written", i, seqs["evt_"+id], outcomes[i].seq)
-		}
-		if _, err := s2.GetWork(ctx, "wrk_"+id); err != nil {
-			t.Errorf("caller %d's Work: %v", i, err)
-		}
-	}
-	for i := range n {
-		if outcomes[i].err == nil && outcomes[i].returned {
-			continue
-		}
-		if _, err := s2.GetWork(ctx, fmt.Sprint("wrk_g", i)); !storage.IsNotFound(err) {
-			t.Errorf("the Work of failed caller %d: %v, want not found", i, err)
-		}
-	}
+			return open(t, path)
+		},
+	}, 64)
 }
 
 // TestGroupCommitFailureFailsTheBatch makes COMMIT itself fail (a deferred
