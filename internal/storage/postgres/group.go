@@ -211,6 +211,10 @@ func (b *batch) flush(ctx context.Context) error {
 	return br.Close()
 }
 
+// errAbortedUnreported is the error of a caller whose function returned
+// nil after the database refused one of its statements.
+var errAbortedUnreported = errors.New("postgres: a statement of the transaction failed and the function went on without returning its error; nothing of the transaction is committed")
+
 // WithTx runs fn in a write transaction at READ COMMITTED, batched with
 // the writes of this store queued at the same time (see the group commit
 // above and group.Committer.Run): one at a time in this store. A caller's
@@ -224,6 +228,17 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error 
 		if err := fn(t); err != nil {
 			return err
 		}
-		return b.flush(context.WithoutCancel(ctx))
+		if err := b.flush(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		// A statement PostgreSQL refused aborts the transaction; a
+		// function that went on and returned nil must not have its
+		// savepoint kept (its RELEASE would fail in the next caller's
+		// turn, which would then undo this caller's writes instead of its
+		// own). It is undone and told.
+		if b.begun && b.c.Conn().PgConn().TxStatus() == 'E' {
+			return errAbortedUnreported
+		}
+		return nil
 	})
 }

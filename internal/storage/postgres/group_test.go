@@ -154,3 +154,63 @@ func TestDeferredWritesTravelInOrder(t *testing.T) {
 		t.Fatalf("wrk_2 owned %v (%v), want [k]", keys, err)
 	}
 }
+
+// TestSwallowedFailureIsNotCommitted: a caller that goes on after a
+// statement PostgreSQL refused (which aborts the transaction) and returns
+// nil gets an error, nothing of it commits, and the callers of its batch
+// before and after it commit as if it had not been there.
+func TestSwallowedFailureIsNotCommitted(t *testing.T) {
+	_, _, ss := daemons(t, 2)
+	s, other := ss[0], ss[1]
+	ctx := context.Background()
+	hold, release := make(chan struct{}), make(chan struct{})
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = s.WithTx(ctx, func(tx storage.Tx) error {
+			close(hold)
+			<-release
+			_, err := insertEvent(ctx, tx, "evt_before")
+			return err
+		})
+	}()
+	<-hold
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[1] = s.WithTx(ctx, func(tx storage.Tx) error {
+			if _, err := insertEvent(ctx, tx, "evt_swallowed"); err != nil {
+				return err
+			}
+			// Refused (a missing parent); the error is dropped.
+			_, _ = tx.InsertEvent(ctx, &storage.InsertEventParams{ID: "evt_orphan", Type: "test.happened", Source: "test", Scope: "s1", Root: "evt_missing", Parent: "evt_missing", Depth: 1, Data: []byte(`{}`), AcceptedAt: storagetest.T0})
+			return nil
+		})
+	}()
+	for s.QueuedForTest() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		defer wg.Done()
+		errs[2] = s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := insertEvent(ctx, tx, "evt_after")
+			return err
+		})
+	}()
+	for s.QueuedForTest() != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("outcomes %v; want the swallowing caller alone to fail", errs)
+	}
+	for id, want := range map[string]bool{"evt_before": true, "evt_swallowed": false, "evt_after": true} {
+		_, err := other.GetEvent(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("%s committed %v, want %v (%v)", id, got, want, err)
+		}
+	}
+}
