@@ -75,7 +75,10 @@ func TestQueuedCallersShareABatch(t *testing.T) {
 				return nil
 			})
 		}()
-		for c.Queued() != i {
+		for deadline := time.Now().Add(60 * time.Second); c.Queued() != i; {
+			if time.Now().After(deadline) {
+				t.Fatalf("gave up waiting for caller %d to queue", i)
+			}
 			time.Sleep(time.Millisecond)
 		}
 	}

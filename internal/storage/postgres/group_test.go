@@ -189,9 +189,7 @@ func TestSwallowedFailureIsNotCommitted(t *testing.T) {
 			return nil
 		})
 	}()
-	for s.QueuedForTest() != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 1)
 	go func() {
 		defer wg.Done()
 		errs[2] = s.WithTx(ctx, func(tx storage.Tx) error {
@@ -199,9 +197,7 @@ func TestSwallowedFailureIsNotCommitted(t *testing.T) {
 			return err
 		})
 	}()
-	for s.QueuedForTest() != 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 2)
 	close(release)
 	wg.Wait()
 	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
@@ -212,5 +208,17 @@ func TestSwallowedFailureIsNotCommitted(t *testing.T) {
 		if got := err == nil; got != want {
 			t.Errorf("%s committed %v, want %v (%v)", id, got, want, err)
 		}
+	}
+}
+
+// waitQueued polls until n callers wait for their turn in s (a real
+// event of the store), failing after a generous bound.
+func waitQueued(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); s.QueuedForTest() != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %d callers to queue", n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
