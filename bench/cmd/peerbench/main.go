@@ -46,6 +46,7 @@ type options struct {
 	riverCooldown, riverPoll time.Duration
 	keep                     bool
 	postgres, pgDurable      bool
+	pgCommitDelay            time.Duration
 	pgShell                  bool
 	profile                  string
 }
@@ -82,11 +83,16 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (databases, daemon logs)")
 	flag.BoolVar(&o.postgres, "postgres", false, "run the PostgreSQL peer benchmark instead: one and two daemons and River on one throwaway cluster (uses -rounds, -clients, -work and River's fetch settings)")
 	flag.BoolVar(&o.pgShell, "pg-shell", false, "with -postgres: run shell `true` instead of the no-op package executor")
+	flag.DurationVar(&o.pgCommitDelay, "pg-commit-delay", 0, "with -postgres: make each of the cluster's commits wait this long before its WAL flush (commit_delay, at most 100ms), standing in for a slower disk's sync")
 	flag.BoolVar(&o.pgDurable, "pg-durable", true, "with -postgres: run the cluster with fsync and synchronous_commit on (false: off, as the tests' clusters)")
 	flag.StringVar(&o.profile, "cpu-profile", "", "write each round's daemon CPU profile into this directory (the daemon's hidden --cpu-profile)")
 	flag.Parse()
 	if o.rounds < 3 || o.rounds > 10 {
 		fmt.Fprintln(os.Stderr, "peerbench: -rounds must be 3 to 10")
+		os.Exit(2)
+	}
+	if o.pgCommitDelay < 0 || o.pgCommitDelay > 100*time.Millisecond {
+		fmt.Fprintln(os.Stderr, "peerbench: -pg-commit-delay must be 0 to 100ms (PostgreSQL's commit_delay)")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(sizes, ",") {

@@ -303,7 +303,7 @@ type pgRound struct {
 // bin, its Work running ex, under tmp, and reports to w.
 func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecutor, w io.Writer) error {
 	progress(fmt.Sprintf("starting a throwaway PostgreSQL cluster (durable: %v)", o.pgDurable))
-	cluster, err := pgtest.StartWith(pgtest.Options{Durable: o.pgDurable})
+	cluster, err := pgtest.StartWith(pgtest.Options{Durable: o.pgDurable, CommitDelay: o.pgCommitDelay})
 	if err != nil {
 		return fmt.Errorf("PostgreSQL: %w (%s)", err, pgtest.Install)
 	}
@@ -422,6 +422,9 @@ func reportPostgres(w io.Writer, o options, ex schedExecutor, rs []pgRound) {
 		durable = "fsync, synchronous_commit and full_page_writes off"
 	}
 	fmt.Fprintf(w, "Machine: %s.\n\n", machine())
+	if o.pgCommitDelay > 0 {
+		durable += fmt.Sprintf("; every commit waits %s before its WAL flush (commit_delay, commit_siblings 0), as a slower disk's sync would", o.pgCommitDelay)
+	}
 	fmt.Fprintf(w, "PostgreSQL: one throwaway cluster on a Unix socket, %s.\n\n", durable)
 	fmt.Fprintf(w, "Rounds: %d (one daemon on SQLite, one daemon, two daemons, River in turn); medians over rounds. Per round %d Work (and River jobs), %d creators (inserters), max_running %d per daemon, %d River workers.\n\n",
 		len(rs), o.work, o.clients, o.clients, o.clients)

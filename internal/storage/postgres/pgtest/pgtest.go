@@ -180,6 +180,11 @@ type Options struct {
 	// must pay what a real server pays. Tests leave it off: nothing of a
 	// throwaway cluster needs to survive a crash.
 	Durable bool
+	// CommitDelay, when positive, makes every commit wait that long
+	// before its WAL flush (PostgreSQL's commit_delay with
+	// commit_siblings 0): a benchmark's stand-in for a disk whose sync
+	// costs that much more. Tests leave it zero.
+	CommitDelay time.Duration
 }
 
 // StartWith is Start with options.
@@ -230,6 +235,9 @@ func StartWith(o Options) (*Cluster, error) {
 		// A throwaway cluster: nothing needs to survive a crash, so it
 		// never syncs.
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	if o.CommitDelay > 0 {
+		args = append(args, "-c", fmt.Sprintf("commit_delay=%d", o.CommitDelay.Microseconds()), "-c", "commit_siblings=0")
 	}
 	c.cmd = command(cred, filepath.Join(bin, "postgres"), args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
