@@ -22,21 +22,21 @@ import (
 // execution rows at one that writes the executions table, each at a
 // statement that locks rows of its table (… FOR UPDATE, FOR SHARE), and
 // both at a statement that is not a SELECT, INSERT, UPDATE, DELETE or
-// WITH at all. No table of the schema
-// changes another through a trigger or a cascade, so a write to one table
-// leaves the rows of the others as they were. Events are kept across
-// writes, because an accepted event never changes. A TxRows belongs to one
-// caller's transaction and is never shared between transactions or
-// goroutines; the zero value is ready to use.
+// WITH at all. No table of the schema changes another through a trigger or
+// a cascade, so a write to one table leaves the rows of the others as they
+// were. Events are kept across writes, because an accepted event never
+// changes. A TxRows belongs to one caller's transaction and is never
+// shared between transactions or goroutines; the zero value is ready to
+// use.
 //
 // Holding a row across plain reads is like reading it at the first read:
 // every write the store makes is a compare-and-set on the row's revision,
 // epoch or state, so a row another transaction has changed since is still
 // refused where it matters.
 type TxRows struct {
-	work   map[string]Work
-	execs  map[string]Execution
-	events map[string]Event
+	work   kept[Work]
+	execs  kept[Execution]
+	events kept[Event]
 }
 
 // Statement is told every statement the transaction runs, before it runs.
@@ -51,6 +51,38 @@ func (c *TxRows) Statement(query string) {
 	if execs {
 		clear(c.execs)
 	}
+}
+
+// kept is the rows of one table a transaction keeps, by id. Rows go in and
+// out as copies (cloned), so that no caller shares a kept row's slices or
+// pointers with another.
+type kept[T interface{ cloned() T }] map[string]T
+
+func (k *kept[T]) get(id string) (T, bool) {
+	v, ok := (*k)[id]
+	if !ok {
+		return v, false
+	}
+	return v.cloned(), true
+}
+
+func (k *kept[T]) put(id string, v T) {
+	if *k == nil {
+		*k = kept[T]{}
+	}
+	(*k)[id] = v.cloned()
+}
+
+// read is the kept row, else read's, kept.
+func (k *kept[T]) read(ctx context.Context, id string, read func(context.Context, string) (T, error)) (T, error) {
+	if v, ok := k.get(id); ok {
+		return v, nil
+	}
+	v, err := read(ctx, id)
+	if err == nil {
+		k.put(id, v)
+	}
+	return v, err
 }
 
 // touched holds touches' answers: the stores' statements are a bounded
@@ -91,37 +123,33 @@ func readTouches(query string) (work, execs bool) {
 	default:
 		return true, true
 	}
-	var before, prev string
-	var read []string // the tables read (FROM, JOIN), for a lock
-	for w := first; w != ""; before, prev, w = prev, w, next() {
-		var table string
-		switch {
-		case strings.EqualFold(prev, "FOR") && (strings.EqualFold(w, "UPDATE") || strings.EqualFold(w, "SHARE")):
-			// A lock: what this transaction reads next of the tables
-			// it locks rows of may be newer than what it kept.
-			for _, t := range read {
-				switch strings.ToLower(t) {
-				case "work":
-					work = true
-				case "executions":
-					execs = true
-				}
-			}
-		case strings.EqualFold(prev, "FROM") || strings.EqualFold(prev, "JOIN"):
-			read = append(read, w)
-			if strings.EqualFold(before, "DELETE") {
-				table = w
-			}
-		case strings.EqualFold(prev, "INTO"):
-			table = w
-		case strings.EqualFold(prev, "UPDATE") && !strings.EqualFold(w, "SET"): // not ON CONFLICT … DO UPDATE SET
-			table = w
-		}
+	changes := func(table string) {
 		switch strings.ToLower(table) {
 		case "work":
 			work = true
 		case "executions":
 			execs = true
+		}
+	}
+	var before, prev string
+	var read []string // the tables read (FROM, JOIN), for a lock
+	for w := first; w != ""; before, prev, w = prev, w, next() {
+		switch {
+		case strings.EqualFold(prev, "FOR") && (strings.EqualFold(w, "UPDATE") || strings.EqualFold(w, "SHARE")):
+			// A lock: what this transaction reads next of the tables
+			// it locks rows of may be newer than what it kept.
+			for _, t := range read {
+				changes(t)
+			}
+		case strings.EqualFold(prev, "FROM") || strings.EqualFold(prev, "JOIN"):
+			read = append(read, w)
+			if strings.EqualFold(before, "DELETE") {
+				changes(w)
+			}
+		case strings.EqualFold(prev, "INTO"):
+			changes(w)
+		case strings.EqualFold(prev, "UPDATE") && !strings.EqualFold(w, "SET"): // not ON CONFLICT … DO UPDATE SET
+			changes(w)
 		}
 	}
 	return work, execs
@@ -147,105 +175,49 @@ func words(query string) func() string {
 }
 
 // Work returns a copy of the Work row kept for id.
-func (c *TxRows) Work(id string) (Work, bool) {
-	w, ok := c.work[id]
-	if !ok {
-		return Work{}, false
-	}
-	return cloneWork(w), true
-}
+func (c *TxRows) Work(id string) (Work, bool) { return c.work.get(id) }
+
+// Execution returns a copy of the execution row kept for id.
+func (c *TxRows) Execution(id string) (Execution, bool) { return c.execs.get(id) }
+
+// Event returns a copy of the event kept for id.
+func (c *TxRows) Event(id string) (Event, bool) { return c.events.get(id) }
 
 // KeepWork keeps a copy of w, a row just read or written by the
 // transaction.
-func (c *TxRows) KeepWork(w Work) {
-	if c.work == nil {
-		c.work = map[string]Work{}
-	}
-	c.work[w.ID] = cloneWork(w)
-}
-
-// Execution returns a copy of the execution row kept for id.
-func (c *TxRows) Execution(id string) (Execution, bool) {
-	e, ok := c.execs[id]
-	if !ok {
-		return Execution{}, false
-	}
-	return cloneExecution(e), true
-}
+func (c *TxRows) KeepWork(w Work) { c.work.put(w.ID, w) }
 
 // KeepExecution keeps a copy of e, a row just read or written by the
 // transaction.
-func (c *TxRows) KeepExecution(e Execution) {
-	if c.execs == nil {
-		c.execs = map[string]Execution{}
-	}
-	c.execs[e.ID] = cloneExecution(e)
-}
-
-// Event returns a copy of the event kept for id.
-func (c *TxRows) Event(id string) (Event, bool) {
-	e, ok := c.events[id]
-	if !ok {
-		return Event{}, false
-	}
-	e.Data = bytes.Clone(e.Data)
-	return e, true
-}
+func (c *TxRows) KeepExecution(e Execution) { c.execs.put(e.ID, e) }
 
 // KeepEvent keeps a copy of e, an accepted event.
-func (c *TxRows) KeepEvent(e Event) {
-	if c.events == nil {
-		c.events = map[string]Event{}
-	}
-	e.Data = bytes.Clone(e.Data)
-	c.events[e.ID] = e
-}
+func (c *TxRows) KeepEvent(e Event) { c.events.put(e.ID, e) }
 
 // ReadWork is a transaction's GetWork: the kept row, else read's, kept.
 func (c *TxRows) ReadWork(ctx context.Context, id string, read func(context.Context, string) (Work, error)) (Work, error) {
-	if w, ok := c.Work(id); ok {
-		return w, nil
-	}
-	w, err := read(ctx, id)
-	if err == nil {
-		c.KeepWork(w)
-	}
-	return w, err
+	return c.work.read(ctx, id, read)
 }
 
 // ReadExecution is a transaction's GetExecution: the kept row, else
 // read's, kept.
 func (c *TxRows) ReadExecution(ctx context.Context, id string, read func(context.Context, string) (Execution, error)) (Execution, error) {
-	if e, ok := c.Execution(id); ok {
-		return e, nil
-	}
-	e, err := read(ctx, id)
-	if err == nil {
-		c.KeepExecution(e)
-	}
-	return e, err
+	return c.execs.read(ctx, id, read)
 }
 
 // ReadEvent is a transaction's GetEvent: the kept event, else read's,
 // kept.
 func (c *TxRows) ReadEvent(ctx context.Context, id string, read func(context.Context, string) (Event, error)) (Event, error) {
-	if e, ok := c.Event(id); ok {
-		return e, nil
-	}
-	e, err := read(ctx, id)
-	if err == nil {
-		c.KeepEvent(e)
-	}
-	return e, err
+	return c.events.read(ctx, id, read)
 }
 
-func cloneWork(w Work) Work {
+func (w Work) cloned() Work {
 	w.OutcomeData = bytes.Clone(w.OutcomeData)
 	w.Grants = slices.Clone(w.Grants)
 	return w
 }
 
-func cloneExecution(e Execution) Execution {
+func (e Execution) cloned() Execution {
 	if e.ExitCode != nil {
 		c := *e.ExitCode
 		e.ExitCode = &c
@@ -254,5 +226,10 @@ func cloneExecution(e Execution) Execution {
 		u := *e.Usage
 		e.Usage = &u
 	}
+	return e
+}
+
+func (e Event) cloned() Event {
+	e.Data = bytes.Clone(e.Data)
 	return e
 }
