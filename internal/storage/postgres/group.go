@@ -52,7 +52,7 @@ type batch struct {
 	c *pgxpool.Conn
 	// ahead is what waits to travel with the next statement, in order:
 	// the batch's own statements and the current caller's deferred
-	// writes (those with arguments). from is where the current caller's
+	// writes. from is where the current caller's
 	// part of it begins (its unsent SAVEPOINT), or -1 once that is sent.
 	ahead []pending
 	from  int
@@ -60,10 +60,12 @@ type batch struct {
 	begun bool
 }
 
-// pending is one statement waiting in ahead.
+// pending is one statement waiting in ahead: the batch's own, or a
+// caller's deferred write.
 type pending struct {
-	sql  string
-	args []any
+	sql   string
+	args  []any
+	write bool
 }
 
 func (s *Store) newCommitter() *group.Committer[*batch] {
@@ -157,15 +159,15 @@ func (b *batch) Rollback() {
 	_, _ = b.c.Exec(context.Background(), `ROLLBACK`)
 }
 
-// defer queues a caller's write to travel with its next statement.
+// deferWrite queues a caller's write to travel with its next statement.
 func (b *batch) deferWrite(query string, args []any) {
-	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args})
+	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true})
 }
 
 // deferred reports whether a caller's write waits in ahead.
 func (b *batch) deferred() bool {
 	for _, p := range b.ahead {
-		if p.args != nil {
+		if p.write {
 			return true
 		}
 	}

@@ -128,9 +128,6 @@ func (q querier) later(ctx context.Context, query string, args ...any) error {
 	if _, err := q.enter(ctx, query); err != nil {
 		return err
 	}
-	if args == nil {
-		args = []any{}
-	}
 	q.turn.b.deferWrite(query, args)
 	return nil
 }
