@@ -48,6 +48,7 @@ type options struct {
 	postgres, pgDurable      bool
 	pgCommitDelay            time.Duration
 	pgShell                  bool
+	pgStatements             int
 	profile                  string
 }
 
@@ -84,6 +85,7 @@ func main() {
 	flag.BoolVar(&o.postgres, "postgres", false, "run the PostgreSQL peer benchmark instead: one and two daemons and River on one throwaway cluster (uses -rounds, -clients, -work and River's fetch settings)")
 	flag.BoolVar(&o.pgShell, "pg-shell", false, "with -postgres: run shell `true` instead of the no-op package executor")
 	flag.DurationVar(&o.pgCommitDelay, "pg-commit-delay", 0, "with -postgres: make each of the cluster's commits wait this long before its WAL flush (commit_delay, at most 100ms), standing in for a slower disk's sync")
+	flag.IntVar(&o.pgStatements, "pg-statements", 0, "with -postgres: count statements with pg_stat_statements and print the N most called of the first round's one daemon, per Work")
 	flag.BoolVar(&o.pgDurable, "pg-durable", true, "with -postgres: run the cluster with fsync and synchronous_commit on (false: off, as the tests' clusters)")
 	flag.StringVar(&o.profile, "cpu-profile", "", "write each round's daemon CPU profile into this directory (the daemon's hidden --cpu-profile)")
 	flag.Parse()

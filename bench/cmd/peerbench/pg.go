@@ -303,7 +303,7 @@ type pgRound struct {
 // bin, its Work running ex, under tmp, and reports to w.
 func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecutor, w io.Writer) error {
 	progress(fmt.Sprintf("starting a throwaway PostgreSQL cluster (durable: %v)", o.pgDurable))
-	cluster, err := pgtest.StartWith(pgtest.Options{Durable: o.pgDurable, CommitDelay: o.pgCommitDelay})
+	cluster, err := pgtest.StartWith(pgtest.Options{Durable: o.pgDurable, CommitDelay: o.pgCommitDelay, Statements: o.pgStatements > 0})
 	if err != nil {
 		return fmt.Errorf("PostgreSQL: %w (%s)", err, pgtest.Install)
 	}
@@ -322,12 +322,13 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 		// applied once it is installed in all of them.
 		cfg = pgConfig(o.clients, shellTrue.binding)
 	}
+	var statements []statementRow
 	// daemons runs k daemons on a fresh database, or one on SQLite when
 	// k is 0.
 	daemons := func(i, k int) (*clusterResult, error) {
-		store, name := "", "lite"
+		store, name, db := "", "lite", ""
 		if k > 0 {
-			db, err := cluster.FreshDatabase(ctx)
+			db, err = cluster.FreshDatabase(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -366,6 +367,11 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 			}
 			return nil, fmt.Errorf("%w (daemon logs %s)", err, strings.Join(logs, ", "))
 		}
+		if o.pgStatements > 0 && i == 0 && k == 1 {
+			if statements, err = readStatements(ctx, cluster.ConnString(riverDB), db); err != nil {
+				return nil, err
+			}
+		}
 		if !o.keep {
 			for _, d := range ds {
 				d.stop()
@@ -399,6 +405,9 @@ func runPostgres(ctx context.Context, o options, bin, tmp string, ex schedExecut
 		rounds = append(rounds, r)
 	}
 	reportPostgres(w, o, ex, rounds)
+	if o.pgStatements > 0 {
+		reportStatements(w, statements, o.work, o.pgStatements)
+	}
 	return nil
 }
 

@@ -185,6 +185,11 @@ type Options struct {
 	// commit_siblings 0): a benchmark's stand-in for a disk whose sync
 	// costs that much more. Tests leave it zero.
 	CommitDelay time.Duration
+	// Statements loads pg_stat_statements, so that a benchmark can count
+	// the statements each database ran (CREATE EXTENSION
+	// pg_stat_statements in one database to read them). Tests leave it
+	// off.
+	Statements bool
 }
 
 // StartWith is Start with options.
@@ -238,6 +243,10 @@ func StartWith(o Options) (*Cluster, error) {
 	}
 	if o.CommitDelay > 0 {
 		args = append(args, "-c", fmt.Sprintf("commit_delay=%d", o.CommitDelay.Microseconds()), "-c", "commit_siblings=0")
+	}
+	if o.Statements {
+		args = append(args, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track=top",
+			"-c", "pg_stat_statements.max=5000")
 	}
 	c.cmd = command(cred, filepath.Join(bin, "postgres"), args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
