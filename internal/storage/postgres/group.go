@@ -223,8 +223,10 @@ var errAbortedUnreported = errors.New("postgres: a statement of the transaction 
 // statements heed its context until they start, and are never interrupted
 // once started; once fn has returned, its Tx refuses every statement.
 func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
-	return s.group.Run(ctx, func(b *batch) error {
-		t, tn := newTx(b.c)
+	var rows *storage.TxRows
+	err := s.group.Run(ctx, func(b *batch) error {
+		t, tn := newTx(b.c, s.events)
+		rows = &tn.rows
 		tn.b = b
 		defer tn.ended.Store(true)
 		if err := fn(t); err != nil {
@@ -243,4 +245,9 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error 
 		}
 		return nil
 	})
+	if err == nil {
+		// Committed: the events fn read or accepted are true for good.
+		s.events.Committed(rows)
+	}
+	return err
 }

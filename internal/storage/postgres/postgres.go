@@ -101,6 +101,10 @@ type Store struct {
 	listen   *pgx.ConnConfig
 	after    func(time.Duration) <-chan time.Time
 	onListen func(error)
+	// events keeps committed events, this daemon's and the others' it
+	// has read, for every reader and transaction of the store (see
+	// storage.EventCache).
+	events *storage.EventCache
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -147,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s", connFailure(err))
 	}
-	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema,
+	s := &Store{pool: pool, clock: opts.Clock, commit: opts.OnCommit, schema: opts.Schema, events: storage.NewEventCache(),
 		listen: cfg.ConnConfig.Copy(), after: opts.After, onListen: opts.OnListen}
 	if s.after == nil {
 		s.after = time.After

@@ -195,12 +195,16 @@ type queries struct{ q querier }
 
 // tx implements storage.Tx: one caller's turn in a batch. Its turn's rows
 // keep what it read (GetWork, GetExecution, GetEvent) and wrote
-// (RETURNING) of Work, executions and events, for its own later reads.
-type tx struct{ queries }
+// (RETURNING) of Work, executions and events, for its own later reads;
+// events is the store's cache of committed events.
+type tx struct {
+	queries
+	events *storage.EventCache
+}
 
-func newTx(c conn) (*tx, *turn) {
+func newTx(c conn, events *storage.EventCache) (*tx, *turn) {
 	tn := &turn{}
-	return &tx{queries: queries{q: querier{c: c, turn: tn}}}, tn
+	return &tx{queries: queries{q: querier{c: c, turn: tn}}, events: events}, tn
 }
 
 func (t *tx) GetWork(ctx context.Context, id string) (storage.Work, error) {
@@ -212,7 +216,14 @@ func (t *tx) GetExecution(ctx context.Context, id string) (storage.Execution, er
 }
 
 func (t *tx) GetEvent(ctx context.Context, id string) (storage.Event, error) {
-	return t.q.turn.rows.ReadEvent(ctx, id, t.queries.GetEvent)
+	return t.q.turn.rows.ReadEvent(ctx, id, func(ctx context.Context, id string) (storage.Event, error) {
+		return t.events.Lookup(id, func() (storage.Event, error) { return t.queries.GetEvent(ctx, id) })
+	})
+}
+
+// GetEvent reads an event through the store's cache of committed events.
+func (s *Store) GetEvent(ctx context.Context, id string) (storage.Event, error) {
+	return s.events.Read(id, func() (storage.Event, error) { return s.queries.GetEvent(ctx, id) })
 }
 
 // writeWork runs query, an UPDATE of one work row (or an INSERT … ON

@@ -89,10 +89,18 @@ func (b *batch) Rollback() { _ = b.tx.Rollback() }
 // the whole batch, other callers' writes with it). Once fn has returned,
 // its Tx refuses every query: a function that kept it must not write into
 // another caller's savepoint.
+//
+// Once its batch has committed, the events fn read or accepted go into
+// the store's cache of committed events.
 func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
-	return s.group.Run(ctx, func(b *batch) error {
-		q := &txQuerier{tx: b.tx, c: s.wstmts, rows: &storage.TxRows{}}
+	rows := &storage.TxRows{}
+	err := s.group.Run(ctx, func(b *batch) error {
+		q := &txQuerier{tx: b.tx, c: s.wstmts, rows: rows}
 		defer q.ended.Store(true)
-		return fn(&tx{queries: queries{q: q}, rows: q.rows})
+		return fn(&tx{queries: queries{q: q}, rows: rows, events: s.events})
 	})
+	if err == nil {
+		s.events.Committed(rows)
+	}
+	return err
 }

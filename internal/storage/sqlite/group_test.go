@@ -86,8 +86,16 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 				_, err := tx.InsertEvent(ctx, &storage.InsertEventParams{ID: "evt_orphan", Type: "t.write", Source: "test", Scope: "s", Root: "evt_orphan", Parent: "evt_missing", Data: []byte(`{}`)})
 				return err
 			}
-			_, err := writeOne(ctx, tx, fmt.Sprint("c", i))
-			return err
+			if _, err := writeOne(ctx, tx, fmt.Sprint("c", i)); err != nil {
+				return err
+			}
+			// Reading the batch's events inside it, its own and an
+			// earlier caller's, must not put them in the store's cache
+			// of committed events: this batch never commits.
+			for j := range n {
+				_, _ = tx.GetEvent(ctx, fmt.Sprint("evt_c", j))
+			}
+			return nil
 		}
 		go func() { defer wg.Done(); errs[i] = s.WithTx(ctx, fn) }()
 		if i == 0 {
@@ -100,6 +108,11 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	for i, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "sqlite: commit") {
 			t.Errorf("caller %d got %v, want the commit's failure", i, err)
+		}
+	}
+	for j := range n {
+		if ev, err := s.GetEvent(ctx, fmt.Sprint("evt_c", j)); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("after the failed batch, GetEvent(evt_c%d) = %+v, %v; want not found", j, ev, err)
 		}
 	}
 	if err := s.WithTx(ctx, func(tx storage.Tx) error { _, err := writeOne(ctx, tx, "after"); return err }); err != nil {

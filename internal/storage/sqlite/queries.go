@@ -26,10 +26,11 @@ type queries struct{ q querier }
 
 // tx implements storage.Tx. rows keeps what it read of Work,
 // executions and events (GetWork, GetExecution, GetEvent) for its own
-// later reads.
+// later reads; events is the store's cache of committed events.
 type tx struct {
 	queries
-	rows *storage.TxRows
+	rows   *storage.TxRows
+	events *storage.EventCache
 }
 
 func (t *tx) GetWork(ctx context.Context, id string) (storage.Work, error) {
@@ -41,7 +42,14 @@ func (t *tx) GetExecution(ctx context.Context, id string) (storage.Execution, er
 }
 
 func (t *tx) GetEvent(ctx context.Context, id string) (storage.Event, error) {
-	return t.rows.ReadEvent(ctx, id, t.queries.GetEvent)
+	return t.rows.ReadEvent(ctx, id, func(ctx context.Context, id string) (storage.Event, error) {
+		return t.events.Lookup(id, func() (storage.Event, error) { return t.queries.GetEvent(ctx, id) })
+	})
+}
+
+// GetEvent reads an event through the store's cache of committed events.
+func (s *Store) GetEvent(ctx context.Context, id string) (storage.Event, error) {
+	return s.events.Read(id, func() (storage.Event, error) { return s.queries.GetEvent(ctx, id) })
 }
 
 var _ storage.Tx = (*tx)(nil)

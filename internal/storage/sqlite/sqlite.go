@@ -78,6 +78,10 @@ type Store struct {
 	// the batches committed: the writer's fsyncs.
 	group   *group.Committer[*batch]
 	batches atomic.Int64
+
+	// events keeps committed events for every reader and transaction
+	// of the store (see storage.EventCache).
+	events *storage.EventCache
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -151,7 +155,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(opts.Readers)
 	readers.SetMaxIdleConns(opts.Readers)
-	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit}
+	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit,
+		events: storage.NewEventCache()}
 	s.queries = queries{q: poolQuerier{c: s.rstmts}}
 	s.group = s.newCommitter()
 	return s, nil

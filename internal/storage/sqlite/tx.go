@@ -46,20 +46,6 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	if p.ID == "" || p.Root == "" {
 		return storage.Event{}, errors.New("sqlite: an event needs an id and a root")
 	}
-	if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID); err != nil {
-		return storage.Event{}, err
-	} else if dup {
-		return storage.Event{}, fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
-	}
-	if p.DeliveryID != "" {
-		// The redundant delivery_id <> '' lets SQLite use the partial
-		// index events_delivery (it cannot prove it of a bound value).
-		if dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE source = ? AND delivery_id = ? AND delivery_id <> ''`, p.Source, p.DeliveryID); err != nil {
-			return storage.Event{}, err
-		} else if dup {
-			return storage.Event{}, fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
-		}
-	}
 	data := p.Data
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
@@ -67,20 +53,43 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	// The sequence is the next number after the highest one, inside the
 	// single writer's transaction: gap-free and in commit order. In a
 	// batch, a caller rolled back to its savepoint takes its numbers back
-	// before the next caller allocates.
+	// before the next caller allocates. An id or a delivery already
+	// accepted inserts nothing (ON CONFLICT DO NOTHING, on the unique
+	// id and events_delivery), and only then is it asked which: one
+	// statement for the event that is new.
 	var seq int64
 	err := t.q.QueryRowContext(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`,
 		p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
 		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&seq)
+	if errors.Is(err, errNoRows) {
+		return storage.Event{}, t.eventTaken(ctx, p)
+	}
 	if err != nil {
 		return storage.Event{}, writeErr(err, "insert event")
 	}
-	return storage.Event{
+	e := storage.Event{
 		Seq: seq, ID: p.ID, Type: p.Type, Source: p.Source, Scope: p.Scope, Work: p.Work, Execution: p.Execution,
 		CorrelationKey: p.CorrelationKey, Data: data, Parent: p.Parent, Root: p.Root, Depth: p.Depth, Actor: p.Actor,
 		DeliveryID: p.DeliveryID, AcceptedAt: fromTS(ts(p.AcceptedAt)),
-	}, nil
+	}
+	t.rows.KeepEvent(e)
+	return e, nil
+}
+
+// eventTaken says which identity of an event its insert found taken: the
+// id, else the source's delivery.
+func (t *tx) eventTaken(ctx context.Context, p *storage.InsertEventParams) error {
+	dup, err := t.exists(ctx, `SELECT 1 FROM events WHERE id = ?`, p.ID)
+	switch {
+	case err != nil:
+		return err
+	case dup:
+		return fmt.Errorf("%w: event %s exists", storage.ErrDuplicate, p.ID)
+	case p.DeliveryID != "":
+		return fmt.Errorf("%w: delivery %s of source %s was accepted", storage.ErrDuplicate, p.DeliveryID, p.Source)
+	}
+	return errors.New("sqlite: insert event: the event sequence's next number is taken; check the events table")
 }
 
 func (t *tx) InsertCausalRoot(ctx context.Context, r *storage.CausalRoot) error {

@@ -261,6 +261,11 @@ func txRollback(ctx context.Context, s storage.Store) error {
 		if _, err := insertEvent(ctx, tx, "evt_a", nil); err != nil {
 			return err
 		}
+		// Read back inside: a store that keeps what it read must
+		// not keep this past the rollback.
+		if _, err := tx.GetEvent(ctx, "evt_a"); err != nil {
+			return err
+		}
 		return boom
 	})
 	if !errors.Is(err, boom) {
@@ -287,6 +292,11 @@ func txRollback(ctx context.Context, s storage.Store) error {
 	// The store still works and holds none of the three.
 	if err := s.WithTx(ctx, func(tx storage.Tx) error { _, err := insertEvent(ctx, tx, "evt_d", nil); return err }); err != nil {
 		return fmt.Errorf("the store does not work after rollbacks: %w", err)
+	}
+	for _, id := range []string{"evt_a", "evt_b", "evt_c"} {
+		if _, err := s.GetEvent(ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("after its transaction rolled back, GetEvent(%s) returned %v, want ErrNotFound", id, err)
+		}
 	}
 	evs, err := s.ListEvents(ctx, &storage.ListEventsParams{})
 	if err != nil {
