@@ -322,6 +322,14 @@ func (r *Runtime) AcceptDerivedInTx(ctx context.Context, tx storage.Tx, ev stora
 		return storage.Event{}, err
 	}
 	now := r.clock.Now()
+	// Most derived events are within the limits of a root already
+	// pinned: one statement counts them. The rest (a root's first
+	// derived event, a refusal) read the root and decide below.
+	if _, err := tx.CountCausal(ctx, &storage.CountCausalParams{Root: ev.Root, Depth: ev.Depth, Now: now}); err == nil {
+		return r.insert(ctx, tx, ev, now)
+	} else if !errors.Is(err, storage.ErrFenced) {
+		return storage.Event{}, err
+	}
 	pin, err := tx.GetCausalRoot(ctx, ev.Root)
 	pinned := err == nil
 	switch {

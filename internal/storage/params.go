@@ -96,6 +96,14 @@ type UpdateCausalWindowParams struct {
 	WindowCount     int
 }
 
+// CountCausalParams counts a derived event at Depth against Root's
+// window at Now (see Tx.CountCausal).
+type CountCausalParams struct {
+	Root  string
+	Depth int
+	Now   time.Time
+}
+
 // ListWorkParams filters Work.
 type ListWorkParams struct {
 	Scope   string

@@ -146,6 +146,15 @@ type Tx interface {
 	// UpdateCausalWindow moves a root's rate window; ErrFenced when the
 	// window is no longer the one the caller read.
 	UpdateCausalWindow(ctx context.Context, p *UpdateCausalWindowParams) error
+	// CountCausal counts one derived event against its pinned root, in
+	// one statement, when the event is within the root's limits: its
+	// depth at most MaxDepth, and fewer than PerMinute counted in the
+	// window, which starts again at Now when a minute or more has passed
+	// since it started or Now is before it. It returns the root as
+	// counted. ErrFenced, having written nothing, when the root is not
+	// pinned or the event is over a limit: the caller reads the root to
+	// learn which (GetCausalRoot).
+	CountCausal(ctx context.Context, p *CountCausalParams) (CausalRoot, error)
 
 	InsertWork(ctx context.Context, p *InsertWorkParams) (Work, error)
 	// UpdateWork changes a Work if it is still in one of FromStates (and at

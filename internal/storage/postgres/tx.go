@@ -124,6 +124,32 @@ func (t *tx) InsertCausalRoot(ctx context.Context, r *storage.CausalRoot) error 
 	return nil
 }
 
+// CountCausal is the window's arithmetic of the kernel's
+// AcceptDerivedInTx in one UPDATE: the window restarts when a minute
+// (in nanoseconds, as times are stored) has passed or the clock went
+// back, and the count is refused at per_minute.
+func (t *tx) CountCausal(ctx context.Context, p *storage.CountCausalParams) (storage.CausalRoot, error) {
+	now, minute := ts(p.Now), time.Minute.Nanoseconds()
+	var r storage.CausalRoot
+	var ws, pa int64
+	err := t.q.queryRow(ctx, `UPDATE causal_roots SET
+			window_start = CASE WHEN ? - window_start >= ? OR ? < window_start THEN ? ELSE window_start END,
+			window_count = CASE WHEN ? - window_start >= ? OR ? < window_start THEN 1 ELSE window_count + 1 END
+		WHERE root = ? AND max_depth >= ?
+		  AND (CASE WHEN ? - window_start >= ? OR ? < window_start THEN 0 ELSE window_count END) < per_minute
+		RETURNING root, max_depth, per_minute, window_start, window_count, pinned_at`,
+		now, minute, now, now, now, minute, now, p.Root, p.Depth, now, minute, now).
+		Scan(&r.Root, &r.MaxDepth, &r.PerMinute, &ws, &r.WindowCount, &pa)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.CausalRoot{}, fmt.Errorf("%w: causal root %s is not pinned or the event is over its limits", storage.ErrFenced, p.Root)
+	}
+	if err != nil {
+		return storage.CausalRoot{}, writeErr(err, "count causal window")
+	}
+	r.WindowStart, r.PinnedAt = fromTS(ws), fromTS(pa)
+	return r, nil
+}
+
 func (t *tx) UpdateCausalWindow(ctx context.Context, p *storage.UpdateCausalWindowParams) error {
 	tag, err := t.q.exec(ctx, `UPDATE causal_roots SET window_start = ?, window_count = ?
 		WHERE root = ? AND window_start = ? AND window_count = ?`,

@@ -389,3 +389,21 @@ func (s forgetsEvents) ListEvents(ctx context.Context, p *storage.ListEventsPara
 	}
 	return out, err
 }
+
+var countsPastLimits = txControl("counts_past_limits", "CountCausal counts an event over its root's depth or rate limit",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return pastLimitsTx{tx} })
+
+type pastLimitsTx struct{ storage.Tx }
+
+func (t pastLimitsTx) CountCausal(ctx context.Context, p *storage.CountCausalParams) (storage.CausalRoot, error) {
+	cur, err := t.GetCausalRoot(ctx, p.Root)
+	if err != nil {
+		return cur, fmt.Errorf("%w: not pinned", storage.ErrFenced)
+	}
+	if err := t.UpdateCausalWindow(ctx, &storage.UpdateCausalWindowParams{
+		Root: p.Root, FromWindowStart: cur.WindowStart, FromWindowCount: cur.WindowCount, WindowStart: cur.WindowStart, WindowCount: cur.WindowCount + 1,
+	}); err != nil {
+		return cur, err
+	}
+	return t.GetCausalRoot(ctx, p.Root)
+}

@@ -255,6 +255,63 @@ func causalRootPinnedOnce(ctx context.Context, s storage.Store) error {
 	})
 }
 
+// causalCountedInOne: CountCausal counts within the limits, restarts the
+// window after a minute or when the clock went back, and refuses, writing
+// nothing, an unpinned root, a depth over max_depth and a count at
+// per_minute.
+func causalCountedInOne(ctx context.Context, s storage.Store) error {
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		root, err := insertEvent(ctx, tx, "evt_root", nil)
+		if err != nil {
+			return err
+		}
+		count := func(depth int, now time.Time) (storage.CausalRoot, error) {
+			return tx.CountCausal(ctx, &storage.CountCausalParams{Root: root.ID, Depth: depth, Now: now})
+		}
+		if _, err := count(1, T0); !errors.Is(err, storage.ErrFenced) {
+			return fmt.Errorf("counting against an unpinned root returned %v, want ErrFenced", err)
+		}
+		if err := tx.InsertCausalRoot(ctx, &storage.CausalRoot{Root: root.ID, MaxDepth: 3, PerMinute: 2, WindowStart: T0, PinnedAt: T0}); err != nil {
+			return err
+		}
+		steps := []struct {
+			depth     int
+			now       time.Time
+			fenced    bool
+			start     time.Time
+			wantCount int
+			what      string
+		}{
+			{3, at(10), false, T0, 1, "an event at the depth limit"},
+			{4, at(11), true, T0, 1, "an event deeper than max_depth"},
+			{1, at(20), false, T0, 2, "the second event of the minute"},
+			{1, at(59), true, T0, 2, "an event over per_minute"},
+			{1, at(60), false, at(60), 1, "the first event a minute later"},
+			{1, at(30), false, at(30), 1, "an event after the clock went back"},
+		}
+		for _, st := range steps {
+			got, err := count(st.depth, st.now)
+			if st.fenced {
+				if !errors.Is(err, storage.ErrFenced) {
+					return fmt.Errorf("counting %s returned %+v, %v; want ErrFenced", st.what, got, err)
+				}
+			} else if err != nil {
+				return fmt.Errorf("counting %s: %w", st.what, err)
+			} else if got.WindowCount != st.wantCount || !got.WindowStart.Equal(st.start) || got.MaxDepth != 3 || got.PerMinute != 2 {
+				return fmt.Errorf("counting %s returned %+v, want count %d in the window from %s", st.what, got, st.wantCount, st.start)
+			}
+			cur, err := tx.GetCausalRoot(ctx, root.ID)
+			if err != nil {
+				return err
+			}
+			if cur.WindowCount != st.wantCount || !cur.WindowStart.Equal(st.start) {
+				return fmt.Errorf("after counting %s the root holds %+v, want count %d in the window from %s", st.what, cur, st.wantCount, st.start)
+			}
+		}
+		return nil
+	})
+}
+
 func txRollback(ctx context.Context, s storage.Store) error {
 	boom := errors.New("boom")
 	err := s.WithTx(ctx, func(tx storage.Tx) error {
@@ -314,6 +371,7 @@ func eventCases() []Case {
 		{Name: "event_list_filters", Run: plain(eventListFilters), Control: eventsIgnoreCorrelationFilter},
 		{Name: "event_find", Run: plain(eventFind), Control: findIgnoresTypes},
 		{Name: "causal_root_pinned_once", Run: plain(causalRootPinnedOnce), Control: unfencedCausalWindow},
+		{Name: "causal_counted_in_one", Run: plain(causalCountedInOne), Control: countsPastLimits},
 		{Name: "tx_rollback", Run: plain(txRollback), Control: commitsFailedTx},
 		{Name: "tx_reads_own_writes", Run: plain(txReadsOwnWrites), Control: txReadsCommitted},
 		{Name: "tx_rereads_after_write", Run: plain(txRereadsAfterWrite), Control: txKeepsFirstRead},
