@@ -40,6 +40,35 @@ func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string)
 	return fmt.Errorf("%w: %s %s has moved on", storage.ErrFenced, what, id)
 }
 
+// writeWork runs query, an UPDATE of one work row (or an INSERT … ON
+// CONFLICT DO NOTHING), with RETURNING its columns, and keeps the row it
+// wrote: no read after the write. No row: the compare-and-set found
+// nothing to change (fenced), or the row does not exist.
+func (t *tx) writeWork(ctx context.Context, what, id, query string, args ...any) (storage.Work, error) {
+	w, err := scanWork(t.q.QueryRowContext(ctx, query+` RETURNING `+workCols, args...))
+	if errors.Is(err, errNoRows) {
+		return storage.Work{}, t.fenced(ctx, "work", id, 0, "work")
+	}
+	if err != nil {
+		return storage.Work{}, writeErr(err, what)
+	}
+	t.rows.KeepWork(w)
+	return w, nil
+}
+
+// writeExecution is writeWork for one execution row.
+func (t *tx) writeExecution(ctx context.Context, what, id, query string, args ...any) (storage.Execution, error) {
+	e, err := scanExecution(t.q.QueryRowContext(ctx, query+` RETURNING `+execCols, args...))
+	if errors.Is(err, errNoRows) {
+		return storage.Execution{}, t.fenced(ctx, "executions", id, 0, "execution")
+	}
+	if err != nil {
+		return storage.Execution{}, writeErr(err, what)
+	}
+	t.rows.KeepExecution(e)
+	return e, nil
+}
+
 // ---- events ----
 
 func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
@@ -149,18 +178,17 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("sqlite: work state %q is not valid", p.State)
 	}
-	if dup, err := t.exists(ctx, `SELECT 1 FROM work WHERE id = ?`, p.ID); err != nil {
-		return storage.Work{}, err
-	} else if dup {
+	w, err := scanWork(t.q.QueryRowContext(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+workCols,
+		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt)))
+	if errors.Is(err, errNoRows) {
 		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
 	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt))
 	if err != nil {
 		return storage.Work{}, writeErr(err, "insert work")
 	}
-	return t.GetWork(ctx, p.ID)
+	t.rows.KeepWork(w)
+	return w, nil
 }
 
 func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
@@ -209,33 +237,32 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 	if p.Revision != 0 {
 		w.add("revision = ?", p.Revision)
 	}
-	res, err := t.q.ExecContext(ctx, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Work{}, writeErr(err, "update work")
-	}
-	n, _ := res.RowsAffected()
-	if err := t.fenced(ctx, "work", p.ID, n, "work"); err != nil {
-		return storage.Work{}, err
-	}
-	return t.GetWork(ctx, p.ID)
+	return t.writeWork(ctx, "update work", p.ID, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error {
 	if p.Key == "" {
 		return errors.New("sqlite: an empty key cannot be owned")
 	}
-	var owner string
-	err := t.q.QueryRowContext(ctx, `SELECT work FROM work_keys WHERE scope = ? AND key = ? AND released_at IS NULL`, p.Scope, p.Key).Scan(&owner)
-	switch {
-	case err == nil && owner == p.Work:
-		return nil
-	case err == nil:
-		return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
-	case !errors.Is(err, errNoRows):
-		return fmt.Errorf("sqlite: check key owner: %w", err)
+	// The insert first: a free key (the usual case) costs one statement,
+	// and only a taken one is looked up (owning it already is fine).
+	res, err := t.q.ExecContext(ctx, `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		p.Scope, p.Key, p.Work, ts(p.At))
+	if err != nil {
+		return writeErr(err, "acquire key")
 	}
-	_, err = t.q.ExecContext(ctx, `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
-	return writeErr(err, "acquire key")
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var owner string
+	err = t.q.QueryRowContext(ctx, `SELECT work FROM work_keys WHERE scope = ? AND key = ? AND released_at IS NULL`, p.Scope, p.Key).Scan(&owner)
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlite: check key owner: %w", err)
+	case owner == p.Work:
+		return nil
+	}
+	return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
 }
 
 func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
@@ -243,23 +270,32 @@ func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error
 	return writeErr(err, "release keys")
 }
 
+// QueueInput inserts first, at the Work's next position (the single
+// writer's transaction makes input_count stable between the two
+// statements), and counts it on the Work, keeping the row that returns.
+// An event queued already (UNIQUE (work, event)) inserts nothing and is
+// looked up; so is a Work that does not exist.
 func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (storage.Input, error) {
-	in, err := scanInput(t.q.QueryRowContext(ctx, `SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?`, p.Work, p.Event))
-	if err == nil {
+	var pos int64
+	err := t.q.QueryRowContext(ctx, `INSERT INTO work_inputs (work, position, event, queued_at)
+		SELECT id, input_count + 1, ?, ? FROM work WHERE id = ? ON CONFLICT DO NOTHING RETURNING position`,
+		p.Event, ts(p.At), p.Work).Scan(&pos)
+	if errors.Is(err, errNoRows) {
+		in, err := scanInput(t.q.QueryRowContext(ctx, `SELECT work, position, event, queued_at FROM work_inputs WHERE work = ? AND event = ?`, p.Work, p.Event))
+		if errors.Is(err, errNoRows) {
+			return storage.Input{}, fmt.Errorf("%w: work %s", storage.ErrNotFound, p.Work)
+		}
+		if err != nil {
+			return storage.Input{}, fmt.Errorf("sqlite: check input: %w", err)
+		}
 		return in, nil
 	}
-	if !errors.Is(err, errNoRows) {
-		return in, fmt.Errorf("sqlite: check input: %w", err)
-	}
-	var pos int64
-	err = t.q.QueryRowContext(ctx, `UPDATE work SET input_count = input_count + 1, revision = revision + 1, updated_at = ? WHERE id = ? RETURNING input_count`,
-		ts(p.At), p.Work).Scan(&pos)
 	if err != nil {
-		return storage.Input{}, one(err, "work", p.Work)
-	}
-	if _, err := t.q.ExecContext(ctx, `INSERT INTO work_inputs (work, position, event, queued_at) VALUES (?, ?, ?, ?)`,
-		p.Work, pos, p.Event, ts(p.At)); err != nil {
 		return storage.Input{}, writeErr(err, "queue input")
+	}
+	if _, err := t.writeWork(ctx, "queue input", p.Work, `UPDATE work SET input_count = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
+		pos, ts(p.At), p.Work); err != nil {
+		return storage.Input{}, err
 	}
 	return storage.Input{Work: p.Work, Position: pos, Event: p.Event, QueuedAt: fromTS(ts(p.At))}, nil
 }
@@ -267,24 +303,25 @@ func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (stora
 // ---- executions ----
 
 func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
-	if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
-		return storage.Execution{}, err
-	} else if dup {
-		return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
-	}
-	if live, err := t.exists(ctx, `SELECT 1 FROM executions WHERE work = ? AND state <> 'finished'`, p.Work); err != nil {
-		return storage.Execution{}, err
-	} else if live {
-		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
-	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+	// A taken id or a live execution of the Work (executions_live)
+	// inserts nothing, and only then is it asked which.
+	e, err := scanExecution(t.q.QueryRowContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+execCols,
 		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
-		ts(p.CreatedAt), ts(p.CreatedAt))
-	if err != nil {
+		ts(p.CreatedAt), ts(p.CreatedAt)))
+	if err != nil && !errors.Is(err, errNoRows) {
 		return storage.Execution{}, writeErr(err, "insert execution")
 	}
-	return t.GetExecution(ctx, p.ID)
+	if err != nil {
+		if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
+			return storage.Execution{}, err
+		} else if dup {
+			return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
+		}
+		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
+	}
+	t.rows.KeepExecution(e)
+	return e, nil
 }
 
 func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
@@ -312,15 +349,7 @@ func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (s
 	if !p.ExpiredBy.IsZero() {
 		w.add("lease_expires_at <= ?", ts(p.ExpiredBy))
 	}
-	res, err := t.q.ExecContext(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "advance epoch")
-	}
-	n, _ := res.RowsAffected()
-	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "advance epoch", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (storage.Execution, error) {
@@ -334,15 +363,7 @@ func (t *tx) RenewLease(ctx context.Context, p *storage.RenewLeaseParams) (stora
 	w.add("owner = ?", p.Owner)
 	w.add("lease_expires_at > ?", ts(p.ValidAt))
 	w.in("state", stateStrings(states))
-	res, err := t.q.ExecContext(ctx, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "renew lease")
-	}
-	n, _ := res.RowsAffected()
-	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "renew lease", p.ID, `UPDATE executions SET lease_expires_at = ?`+w.sql(), append([]any{ts(p.LeaseExpiresAt)}, w.args...)...)
 }
 
 func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
@@ -380,15 +401,7 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	w.add("epoch = ?", p.Epoch)
 	w.eq("owner", p.Owner)
 	w.in("state", stateStrings(p.FromStates))
-	res, err := t.q.ExecContext(ctx, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
-	if err != nil {
-		return storage.Execution{}, writeErr(err, "update execution")
-	}
-	n, _ := res.RowsAffected()
-	if err := t.fenced(ctx, "executions", p.ID, n, "execution"); err != nil {
-		return storage.Execution{}, err
-	}
-	return t.GetExecution(ctx, p.ID)
+	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
 // ---- declarations ----
