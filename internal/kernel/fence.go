@@ -83,28 +83,40 @@ func (r *Runtime) LeaseGuard(ctx context.Context, tx storage.Reader, executionID
 // LeaseGuardWork is LeaseGuard, also returning the running Work it read,
 // so a caller that needs the Work does not read it again.
 func (r *Runtime) LeaseGuardWork(ctx context.Context, tx storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, storage.Work, error) {
-	exe, err := r.holder(ctx, tx, executionID, epoch, owner)
+	g, err := r.LeaseGuardCall(ctx, tx, executionID, epoch, owner)
+	return g.Execution, g.Work, err
+}
+
+// LeaseGuardCall is LeaseGuard returning all it read: the execution, its
+// running Work and the latest configuration generation (for a toolbelt
+// call's ceiling), of one snapshot, in one statement
+// (storage.Reader.GetCallGuard). Its refusals and their order are
+// LeaseGuard's: a missing execution, then a stale epoch or owner, an
+// execution not running, a pending declaration, the lease, and last a
+// Work not running. On a refusal the guard holds what was read.
+func (r *Runtime) LeaseGuardCall(ctx context.Context, rd storage.Reader, executionID string, epoch int64, owner string) (storage.CallGuard, error) {
+	g, err := rd.GetCallGuard(ctx, executionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return g, notFound(executionID)
+	}
 	if err != nil {
-		return exe, storage.Work{}, err
+		return g, err
+	}
+	if err := holds(g.Execution, epoch, owner); err != nil {
+		return g, err
 	}
 	// A genuine segment that declared learns that first, whatever else
 	// changed since.
-	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
-		return exe, storage.Work{}, Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return exe, storage.Work{}, err
+	if g.Declared {
+		return g, authorityReleased()
 	}
-	if err := r.leaseValid(exe); err != nil {
-		return exe, storage.Work{}, err
+	if err := r.leaseValid(g.Execution); err != nil {
+		return g, err
 	}
-	w, err := tx.GetWork(ctx, exe.Work)
-	if err != nil {
-		return exe, w, err
+	if g.Work.State != storage.WorkRunning {
+		return g, Refuse(extension.ErrForbidden, ErrNotRunning.Code, "Work %s is %s, not running", g.Work.ID, g.Work.State)
 	}
-	if w.State != storage.WorkRunning {
-		return exe, w, Refuse(extension.ErrForbidden, ErrNotRunning.Code, "Work %s is %s, not running", w.ID, w.State)
-	}
-	return exe, w, nil
+	return g, nil
 }
 
 // holder checks that the execution is running at epoch, held by owner
@@ -112,18 +124,34 @@ func (r *Runtime) LeaseGuardWork(ctx context.Context, tx storage.Reader, executi
 func (r *Runtime) holder(ctx context.Context, rd storage.Reader, executionID string, epoch int64, owner string) (storage.Execution, error) {
 	exe, err := rd.GetExecution(ctx, executionID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return exe, Refuse(extension.ErrForbidden, ErrExecutionNotFound.Code, "execution %s does not exist", executionID)
+		return exe, notFound(executionID)
 	}
 	if err != nil {
 		return exe, err
 	}
+	return exe, holds(exe, epoch, owner)
+}
+
+// holds refuses an execution that is not running at epoch, held by owner
+// (when given).
+func holds(exe storage.Execution, epoch int64, owner string) error {
 	if exe.Epoch != epoch || (owner != "" && exe.Owner != owner) {
-		return exe, Refuse(extension.ErrForbidden, ErrStaleEpoch.Code, "epoch %d of execution %s is not the live one", epoch, executionID)
+		return Refuse(extension.ErrForbidden, ErrStaleEpoch.Code, "epoch %d of execution %s is not the live one", epoch, exe.ID)
 	}
 	if exe.State != storage.ExecutionRunning {
-		return exe, Refuse(extension.ErrForbidden, ErrNotRunning.Code, "execution %s is %s, not running", executionID, exe.State)
+		return Refuse(extension.ErrForbidden, ErrNotRunning.Code, "execution %s is %s, not running", exe.ID, exe.State)
 	}
-	return exe, nil
+	return nil
+}
+
+// notFound refuses a call for an execution that does not exist.
+func notFound(executionID string) error {
+	return Refuse(extension.ErrForbidden, ErrExecutionNotFound.Code, "execution %s does not exist", executionID)
+}
+
+// authorityReleased refuses a segment that declared already.
+func authorityReleased() error {
+	return Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
 }
 
 // leaseValid refuses a lease that expires within the margin.
@@ -149,7 +177,7 @@ func (r *Runtime) Declare(ctx context.Context, tx storage.Tx, executionID string
 		return err
 	}
 	if _, err := tx.GetPendingDeclaration(ctx, executionID); err == nil {
-		return Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
+		return authorityReleased()
 	}
 	if err := r.leaseValid(exe); err != nil {
 		return err
@@ -164,7 +192,7 @@ func (r *Runtime) Declare(ctx context.Context, tx storage.Tx, executionID string
 	}
 	err = tx.InsertDeclaration(ctx, &storage.Declaration{Execution: exe.ID, Epoch: epoch, Kind: kind, Payload: body, DeclaredAt: r.clock.Now()})
 	if errors.Is(err, storage.ErrDuplicate) {
-		return Refuse(extension.ErrAuthorityReleased, ErrAuthorityReleased.Code, "this segment already declared a wait or an outcome; its authority is released, so end the process")
+		return authorityReleased()
 	}
 	return err
 }

@@ -279,6 +279,60 @@ func TestWaitOnExplicitKeyAndTimeout(t *testing.T) {
 	}
 }
 
+// LeaseGuardCall answers what its one read found: the execution, its
+// running Work and the latest configuration generation (what a toolbelt
+// call's ceiling is checked as of), inside a transaction too; and it
+// refuses a missing execution, and a Work that stopped running, as
+// LeaseGuard does.
+func TestLeaseGuardCallAnswersWhatItRead(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	w := b.createWork(t, kernel.CreateWorkRequest{})
+	exe := b.run(t, w.ID)
+	for n := int64(0); n <= 2; n++ {
+		if n > 0 {
+			g := &storage.Generation{Number: n, Hash: fmt.Sprint("hash-", n), Normalized: []byte(`{"version":1}`), Actor: "operator:ann", CreatedAt: b.clock.Now()}
+			if err := b.store.WithTx(ctx, func(tx storage.Tx) error { return tx.InsertGeneration(ctx, g) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var inTx storage.CallGuard
+		if err := b.store.WithTx(ctx, func(tx storage.Tx) error {
+			var err error
+			inTx, err = b.rt.LeaseGuardCall(ctx, tx, exe.ID, 1, "me")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		read, err := b.rt.LeaseGuardCall(ctx, b.store, exe.ID, 1, "me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []storage.CallGuard{read, inTx} {
+			if g.Execution.ID != exe.ID || g.Work.ID != w.ID || g.Work.State != storage.WorkRunning || g.Declared || g.LatestGeneration != n {
+				t.Fatalf("after %d generations the guard read %+v", n, g)
+			}
+		}
+	}
+	_, err := b.rt.LeaseGuardCall(ctx, b.store, "exe_none", 1, "me")
+	mustCode(t, err, "execution_not_found")
+	if !errors.Is(err, extension.ErrForbidden) {
+		t.Fatalf("%v is not forbidden", err)
+	}
+	held := storage.WorkWaiting
+	if err := b.store.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, State: &held, Now: b.clock.Now()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.rt.LeaseGuardCall(ctx, b.store, exe.ID, 1, "me")
+	mustCode(t, err, "not_running")
+	if g.Work.State != storage.WorkWaiting {
+		t.Fatalf("a refused guard holds the Work %+v, want the one it read", g.Work)
+	}
+}
+
 func TestLeaseGuardAndDeclare(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()

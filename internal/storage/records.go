@@ -271,6 +271,24 @@ type Declaration struct {
 // Pending reports whether the declaration has not been applied.
 func (d Declaration) Pending() bool { return d.AppliedAt.IsZero() }
 
+// CallGuard is what the lease guard of a call made for a segment (a
+// toolbelt call) checks, read at once by Reader.GetCallGuard: the
+// execution, its Work, whether the segment has declared, and the latest
+// configuration generation, all of one snapshot.
+type CallGuard struct {
+	// Execution is the row GetExecution returns.
+	Execution Execution
+	// Work is the execution's Work, the row GetWork returns. An execution
+	// always has one: its work column references the work table.
+	Work Work
+	// Declared: the execution has a declaration that has not been
+	// applied yet (GetPendingDeclaration would return it).
+	Declared bool
+	// LatestGeneration is the number of the highest committed
+	// configuration generation (LatestGeneration's), 0 before the first.
+	LatestGeneration int64
+}
+
 // WaitState is the lifecycle state of a Wait.
 type WaitState string
 

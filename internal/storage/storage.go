@@ -108,6 +108,15 @@ type Reader interface {
 	// GetPendingDeclaration returns the execution's declaration that has not
 	// been applied yet (at most one exists), or ErrNotFound.
 	GetPendingDeclaration(ctx context.Context, executionID string) (Declaration, error)
+	// GetCallGuard reads what the lease guard of a segment's call checks
+	// (see CallGuard) in one statement: GetExecution, GetWork of its
+	// Work, GetPendingDeclaration and LatestGeneration at once, all of the
+	// same snapshot, so that a toolbelt call's guard costs one statement
+	// in the writer instead of four. ErrNotFound when the execution does
+	// not exist. In a transaction it sees the transaction's writes, and
+	// the transaction keeps the execution and Work rows it read (see
+	// TxRows), as if GetExecution and GetWork had read them.
+	GetCallGuard(ctx context.Context, executionID string) (CallGuard, error)
 
 	GetWait(ctx context.Context, id string) (Wait, error)
 	// GetActiveWait returns the Work's active Wait (at most one), or

@@ -205,6 +205,19 @@ func (c *TxRows) ReadExecution(ctx context.Context, id string, read func(context
 	return c.execs.read(ctx, id, read)
 }
 
+// ReadCallGuard is a transaction's GetCallGuard: read's, always (no
+// kept row says whether a declaration is pending or which generation is
+// the latest, and the one statement answers them with the rows), with its
+// execution and Work rows kept for the transaction's later reads.
+func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read func(context.Context, string) (CallGuard, error)) (CallGuard, error) {
+	g, err := read(ctx, executionID)
+	if err == nil {
+		c.KeepExecution(g.Execution)
+		c.KeepWork(g.Work)
+	}
+	return g, err
+}
+
 // ReadEvent is a transaction's GetEvent: the kept event, else read's,
 // kept.
 func (c *TxRows) ReadEvent(ctx context.Context, id string, read func(context.Context, string) (Event, error)) (Event, error) {

@@ -1,6 +1,9 @@
 package storage
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 func TestTxRowsForgetsAtWrites(t *testing.T) {
 	type kept struct{ work, execs bool }
@@ -22,6 +25,8 @@ func TestTxRowsForgetsAtWrites(t *testing.T) {
 		"DELETE FROM executions WHERE id = ?":                                                               {true, false},
 		"DELETE FROM work_keys WHERE work = ?":                                                              {true, true},
 		"SELECT e.id FROM executions e JOIN work w ON w.id = e.work FOR SHARE":                              {false, false},
+		"SELECT e.id, w.id, EXISTS (SELECT 1 FROM declarations d WHERE d.execution = e.id AND d.applied_at IS NULL), " +
+			"COALESCE((SELECT MAX(number) FROM config_generations), 0) FROM executions e JOIN work w ON w.id = e.work WHERE e.id = ?": {true, true},
 		"SAVEPOINT member":    {false, false},
 		"PRAGMA foreign_keys": {false, false},
 		"":                    {false, false},
@@ -48,5 +53,34 @@ func TestTxRowsReturnsCopies(t *testing.T) {
 	again, _ := c.Work("wrk_1")
 	if again.Grants[0] != "a" {
 		t.Fatalf("a caller's change to a returned Work reached the kept row: %v", again.Grants)
+	}
+}
+
+// A transaction's GetCallGuard always runs its statement (kept rows do
+// not say whether a declaration is pending), answers what it read, and
+// keeps the execution and Work it read for the reads after it.
+func TestTxRowsReadCallGuardKeepsItsRows(t *testing.T) {
+	var c TxRows
+	c.KeepExecution(Execution{ID: "exe_1", Work: "wrk_1", Revision: 1})
+	reads := 0
+	read := func(context.Context, string) (CallGuard, error) {
+		reads++
+		return CallGuard{Execution: Execution{ID: "exe_1", Work: "wrk_1", Revision: 2}, Work: Work{ID: "wrk_1", Revision: 3}, Declared: true, LatestGeneration: 4}, nil
+	}
+	g, err := c.ReadCallGuard(context.Background(), "exe_1", read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, keptExe := c.Execution("exe_1")
+	w, keptWork := c.Work("wrk_1")
+	switch {
+	case reads != 1:
+		t.Fatalf("the guard's statement ran %d times, want once although the execution was kept", reads)
+	case g.Execution.Revision != 2 || g.Work.Revision != 3 || !g.Declared || g.LatestGeneration != 4:
+		t.Fatalf("the guard = %+v, want what its statement read", g)
+	case !keptExe || e.Revision != 2:
+		t.Fatalf("the kept execution = %+v (kept %v), want the guard's", e, keptExe)
+	case !keptWork || w.Revision != 3:
+		t.Fatalf("the kept Work = %+v (kept %v), want the guard's", w, keptWork)
 	}
 }

@@ -483,11 +483,11 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 	var replay bool
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
 		c.done = false
-		exe, w, err := tb.guard(ctx, tx, call.tok)
+		g, err := tb.guard(ctx, tx, call.tok)
 		if err != nil {
 			return err
 		}
-		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
+		if err := tb.ceilingInTx(ctx, g.LatestGeneration, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -499,7 +499,7 @@ func (tb *Toolbelt) runInTx(ctx context.Context, c *callLog, call *toolCall, run
 			out, err = replayed(rp)
 			return err
 		}
-		result, err := run(ctx, tx, &segment{exe: exe, work: w})
+		result, err := run(ctx, tx, &segment{exe: g.Execution, work: g.Work})
 		if err != nil {
 			return err
 		}
@@ -690,10 +690,11 @@ type claimed struct {
 func (tb *Toolbelt) claim(ctx context.Context, call *toolCall, handler, sensitive bool) (claimed, error) {
 	var cl claimed
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
-		if _, _, err := tb.guard(ctx, tx, call.tok); err != nil {
+		g, err := tb.guard(ctx, tx, call.tok)
+		if err != nil {
 			return err
 		}
-		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
+		if err := tb.ceilingInTx(ctx, g.LatestGeneration, call.tok, call.op); err != nil {
 			return err
 		}
 		rp, found, err := lookup(ctx, tx, call)
@@ -990,15 +991,15 @@ func (tb *Toolbelt) park(ctx context.Context, c *callLog, call *toolCall, gate s
 	var out json.RawMessage
 	err := tb.store.WithTx(ctx, func(tx storage.Tx) error {
 		c.done = false
-		exe, _, err := tb.guard(ctx, tx, call.tok)
+		g, err := tb.guard(ctx, tx, call.tok)
 		if err != nil {
 			return err
 		}
-		if err := tb.ceilingInTx(ctx, tx, call.tok, call.op); err != nil {
+		if err := tb.ceilingInTx(ctx, g.LatestGeneration, call.tok, call.op); err != nil {
 			return err
 		}
 		spec := kernel.WaitSpec{Types: plan.Types, Keys: plan.Keys, Timeout: plan.Timeout, Registration: gate}
-		if err := tb.rt.Declare(ctx, tx, exe.ID, call.tok.Epoch, kernel.Declaration{Wait: &spec}); err != nil {
+		if err := tb.rt.Declare(ctx, tx, g.Execution.ID, call.tok.Epoch, kernel.Declaration{Wait: &spec}); err != nil {
 			return err
 		}
 		body, err := json.Marshal(map[string]any{"parked": gate, "output": output, "wait": waitView(spec)})
@@ -1078,7 +1079,7 @@ func (tb *Toolbelt) readChain(ctx context.Context, c *callLog, token string, ass
 	if err := checkAssertions(t, assert); err != nil {
 		return t, err
 	}
-	if _, _, err := tb.guard(ctx, tb.store, t); err != nil {
+	if _, err := tb.guard(ctx, tb.store, t); err != nil {
 		return t, err
 	}
 	return t, nil

@@ -539,36 +539,31 @@ func checkAssertions(t storage.Token, a extension.Assertions) error {
 // guard is the lease-guard link, inside the call's transaction (or a
 // read): the execution is running at the token's epoch, held by this
 // daemon, its lease valid, its Work running in the token's scope, and the
-// segment has no pending declaration.
-func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Token) (storage.Execution, storage.Work, error) {
+// segment has no pending declaration. It reads all of it, and the latest
+// generation the ceiling link needs, in one statement
+// (kernel.Runtime.LeaseGuardCall).
+func (tb *Toolbelt) guard(ctx context.Context, rd storage.Reader, t storage.Token) (storage.CallGuard, error) {
 	// The lease guard read the execution and its Work in rd and proved
 	// them current; they are not read again.
-	exe, w, err := tb.rt.LeaseGuardWork(ctx, rd, t.Execution, t.Epoch, tb.opts.Owner)
+	g, err := tb.rt.LeaseGuardCall(ctx, rd, t.Execution, t.Epoch, tb.opts.Owner)
 	if err != nil {
-		return exe, w, err
+		return g, err
 	}
-	if exe.Work != t.Work || w.Scope != t.Scope || exe.Scope != t.Scope {
-		return exe, w, forbid("execution %s no longer runs Work %s in scope %s", exe.ID, t.Work, t.Scope)
+	if g.Execution.Work != t.Work || g.Work.Scope != t.Scope || g.Execution.Scope != t.Scope {
+		return g, forbid("execution %s no longer runs Work %s in scope %s", g.Execution.ID, t.Work, t.Scope)
 	}
-	return exe, w, nil
+	return g, nil
 }
 
 // ceilingInTx is the ceiling link inside the call's transaction: the
-// scope's ceiling as of the latest generation committed in tx's snapshot,
+// scope's ceiling as of gen, the latest generation committed in the
+// transaction's snapshot (the guard read it there, with the execution),
 // and, for an extension operation, that generation enabling its
 // registration for the scope (else the operation is undeclared). Writers
 // are serialised, so a call whose transaction starts after a narrowing or
 // disabling generation committed sees it and is refused, and one that
 // commits before it was accepted before the change.
-func (tb *Toolbelt) ceilingInTx(ctx context.Context, rd storage.Reader, t storage.Token, op string) error {
-	var gen int64
-	g, err := rd.LatestGeneration(ctx)
-	switch {
-	case err == nil:
-		gen = g.Number
-	case !errors.Is(err, storage.ErrNotFound):
-		return err
-	}
+func (tb *Toolbelt) ceilingInTx(ctx context.Context, gen int64, t storage.Token, op string) error {
 	ok, err := tb.opts.AuthorizeAt(ctx, gen, t.Scope, op)
 	if err != nil {
 		return err

@@ -194,9 +194,9 @@ func rebind(query string) string {
 type queries struct{ q querier }
 
 // tx implements storage.Tx: one caller's turn in a batch. Its turn's rows
-// keep what it read (GetWork, GetExecution, GetEvent) and wrote
-// (RETURNING) of Work, executions and events, for its own later reads;
-// events is the store's cache of committed events.
+// keep what it read (GetWork, GetExecution, GetEvent, GetCallGuard) and
+// wrote (RETURNING) of Work, executions and events, for its own later
+// reads; events is the store's cache of committed events.
 type tx struct {
 	queries
 	events *storage.EventCache
@@ -224,6 +224,10 @@ func (t *tx) GetEvent(ctx context.Context, id string) (storage.Event, error) {
 // GetEvent reads an event through the store's cache of committed events.
 func (s *Store) GetEvent(ctx context.Context, id string) (storage.Event, error) {
 	return s.events.Read(id, func() (storage.Event, error) { return s.queries.GetEvent(ctx, id) })
+}
+
+func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
+	return t.q.turn.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
 }
 
 // writeWork runs query, an UPDATE of one work row (or an INSERT … ON
@@ -529,23 +533,40 @@ func (q queries) GetCausalRoot(ctx context.Context, root string) (storage.Causal
 const workCols = `id, scope, binding, state, blocked_reason, blocked_detail, parent, created_event, outcome_message, outcome_data, grants, input_watermark, input_count, attempts, revision, created_at, updated_at, wait_reason`
 
 func scanWork(r scanner) (storage.Work, error) {
-	var w storage.Work
-	var parent, outcome *string
-	var grants string
-	var created, updated int64
-	err := r.Scan(&w.ID, &w.Scope, &w.Binding, &w.State, &w.BlockedReason, &w.BlockedDetail, &parent, &w.CreatedEvent,
-		&w.OutcomeMessage, &outcome, &grants, &w.InputWatermark, &w.InputCount, &w.Attempts, &w.Revision, &created, &updated, &w.WaitReason)
-	if err != nil {
+	var row workRow
+	if err := r.Scan(row.dest()...); err != nil {
+		return row.w, err
+	}
+	return row.record()
+}
+
+// workRow is where a statement's workCols are scanned to (dest) and what
+// turns them into the record (record), so that a statement that reads a
+// Work with other columns scans them all at once.
+type workRow struct {
+	w                storage.Work
+	parent, outcome  *string
+	grants           string
+	created, updated int64
+}
+
+func (r *workRow) dest() []any {
+	w := &r.w
+	return []any{&w.ID, &w.Scope, &w.Binding, &w.State, &w.BlockedReason, &w.BlockedDetail, &r.parent, &w.CreatedEvent,
+		&w.OutcomeMessage, &r.outcome, &r.grants, &w.InputWatermark, &w.InputCount, &w.Attempts, &w.Revision, &r.created, &r.updated, &w.WaitReason}
+}
+
+func (r *workRow) record() (storage.Work, error) {
+	w := r.w
+	w.Parent = strOf(r.parent)
+	if r.outcome != nil {
+		w.OutcomeData = json.RawMessage(*r.outcome)
+	}
+	var err error
+	if w.Grants, err = parseList(r.grants); err != nil {
 		return w, err
 	}
-	w.Parent = strOf(parent)
-	if outcome != nil {
-		w.OutcomeData = json.RawMessage(*outcome)
-	}
-	if w.Grants, err = parseList(grants); err != nil {
-		return w, err
-	}
-	w.CreatedAt, w.UpdatedAt = fromTS(created), fromTS(updated)
+	w.CreatedAt, w.UpdatedAt = fromTS(r.created), fromTS(r.updated)
 	return w, nil
 }
 
@@ -640,32 +661,48 @@ const execCols = `id, work, scope, binding, executor, generation, epoch, owner, 
 	`usage_input_tokens, usage_output_tokens, usage_cache_read_tokens, usage_cache_creation_tokens, usage_cost_usd, usage_turns, revision, created_at, updated_at`
 
 func scanExecution(r scanner) (storage.Execution, error) {
-	var e storage.Execution
-	var lease, deadline, created, updated int64
-	var exit *int
-	var in, out, cacheRead, cacheCreation, turns *int64
-	var cost *float64
-	err := r.Scan(&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &lease, &deadline,
-		&e.State, &e.InputWatermark, &e.Result, &e.Message, &exit, &e.LaunchedEpoch, &e.Session, &e.Node,
-		&in, &out, &cacheRead, &cacheCreation, &cost, &turns, &e.Revision, &created, &updated)
-	e.ExitCode = exit
+	var row execRow
+	err := r.Scan(row.dest()...)
+	return row.record(), err
+}
+
+// execRow is workRow for execCols.
+type execRow struct {
+	e                                 storage.Execution
+	lease, deadline, created, updated int64
+	exit                              *int
+	in, out, cacheRead, cacheCreation *int64
+	turns                             *int64
+	cost                              *float64
+}
+
+func (r *execRow) dest() []any {
+	e := &r.e
+	return []any{&e.ID, &e.Work, &e.Scope, &e.Binding, &e.Executor, &e.Generation, &e.Epoch, &e.Owner, &r.lease, &r.deadline,
+		&e.State, &e.InputWatermark, &e.Result, &e.Message, &r.exit, &e.LaunchedEpoch, &e.Session, &e.Node,
+		&r.in, &r.out, &r.cacheRead, &r.cacheCreation, &r.cost, &r.turns, &e.Revision, &r.created, &r.updated}
+}
+
+func (r *execRow) record() storage.Execution {
+	e := r.e
+	e.ExitCode = r.exit
 	// The usage columns are set together: NULL until a segment reported
 	// usage.
-	if in != nil {
-		u := &storage.Usage{InputTokens: *in}
-		for dst, src := range map[*int64]*int64{&u.OutputTokens: out, &u.CacheReadTokens: cacheRead, &u.CacheCreationTokens: cacheCreation, &u.Turns: turns} {
+	if r.in != nil {
+		u := &storage.Usage{InputTokens: *r.in}
+		for dst, src := range map[*int64]*int64{&u.OutputTokens: r.out, &u.CacheReadTokens: r.cacheRead, &u.CacheCreationTokens: r.cacheCreation, &u.Turns: r.turns} {
 			if src != nil {
 				*dst = *src
 			}
 		}
-		if cost != nil {
-			u.CostUSD = *cost
+		if r.cost != nil {
+			u.CostUSD = *r.cost
 		}
 		e.Usage = u
 	}
-	e.LeaseExpiresAt, e.Deadline = fromTS(lease), fromTS(deadline)
-	e.CreatedAt, e.UpdatedAt = fromTS(created), fromTS(updated)
-	return e, err
+	e.LeaseExpiresAt, e.Deadline = fromTS(r.lease), fromTS(r.deadline)
+	e.CreatedAt, e.UpdatedAt = fromTS(r.created), fromTS(r.updated)
+	return e
 }
 
 func (q queries) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
@@ -731,6 +768,29 @@ func (q queries) GetDeclaration(ctx context.Context, executionID string, epoch i
 func (q queries) GetPendingDeclaration(ctx context.Context, executionID string) (storage.Declaration, error) {
 	d, err := scanDeclaration(q.q.queryRow(ctx, `SELECT `+declCols+` FROM declarations WHERE execution = ? AND applied_at IS NULL`, executionID))
 	return d, one(err, "pending declaration of", executionID)
+}
+
+// callGuardQuery is GetCallGuard's one statement: the execution joined
+// to its Work (by its primary key), whether it has a pending declaration
+// (the partial index declarations_pending) and the latest generation's
+// number (the last key of config_generations).
+var callGuardQuery = `SELECT ` + prefixed("e.", execCols) + `, ` + prefixed("w.", workCols) + `,
+	EXISTS (SELECT 1 FROM declarations d WHERE d.execution = e.id AND d.applied_at IS NULL),
+	COALESCE((SELECT MAX(number) FROM config_generations), 0)
+	FROM executions e JOIN work w ON w.id = e.work WHERE e.id = ?`
+
+func (q queries) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
+	var g storage.CallGuard
+	var e execRow
+	var w workRow
+	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration)
+	if err := one(q.q.queryRow(ctx, callGuardQuery, executionID).Scan(dest...), "execution", executionID); err != nil {
+		return g, err
+	}
+	g.Execution = e.record()
+	var err error
+	g.Work, err = w.record()
+	return g, err
 }
 
 // ---- waits and timers ----

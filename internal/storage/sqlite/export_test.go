@@ -45,3 +45,6 @@ func ExecForTest(ctx context.Context, t storage.Tx, query string) error {
 	_, err := t.(*tx).q.ExecContext(ctx, query)
 	return err
 }
+
+// CallGuardQueryForTest is GetCallGuard's statement.
+var CallGuardQueryForTest = callGuardQuery

@@ -250,6 +250,10 @@ func (t committedReadsTx) GetWork(ctx context.Context, id string) (storage.Work,
 	return t.s.GetWork(ctx, id)
 }
 
+func (t committedReadsTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return t.s.GetCallGuard(ctx, id)
+}
+
 // txKeepsFirstRead is a transaction that answers every read of a Work
 // with what it read first, even after its own writes changed the row.
 var txKeepsFirstRead = txControl("tx_keeps_first_read", "a transaction keeps the first read of a Work row across its own writes",
@@ -271,6 +275,19 @@ func (t *firstReadTx) GetWork(ctx context.Context, id string) (storage.Work, err
 		t.seen[id] = w
 	}
 	return w, err
+}
+
+func (t *firstReadTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	g, err := t.Tx.GetCallGuard(ctx, id)
+	if err != nil {
+		return g, err
+	}
+	if w, ok := t.seen[g.Work.ID]; ok {
+		g.Work = w
+	} else {
+		t.seen[g.Work.ID] = g.Work
+	}
+	return g, nil
 }
 
 // txPoisonedByRefusal is a transaction that a refused statement aborts, as
@@ -326,6 +343,10 @@ func (t *poisonTx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) 
 
 func (t *poisonTx) GetWork(ctx context.Context, id string) (storage.Work, error) {
 	return poison(t, func() (storage.Work, error) { return t.Tx.GetWork(ctx, id) })
+}
+
+func (t *poisonTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return poison(t, func() (storage.CallGuard, error) { return t.Tx.GetCallGuard(ctx, id) })
 }
 
 func (t *poisonTx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error {

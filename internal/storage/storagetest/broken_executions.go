@@ -30,6 +30,15 @@ func (s zeroExit) GetExecution(ctx context.Context, id string) (storage.Executio
 	return zeroExitOf(s.Store.GetExecution(ctx, id))
 }
 
+func (s zeroExit) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return zeroExitGuard(s.Store.GetCallGuard(ctx, id))
+}
+
+func zeroExitGuard(g storage.CallGuard, err error) (storage.CallGuard, error) {
+	g.Execution, _ = zeroExitOf(g.Execution, err)
+	return g, err
+}
+
 func (s zeroExit) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
 	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(zeroExitTx{tx}) })
 }
@@ -38,6 +47,10 @@ type zeroExitTx struct{ storage.Tx }
 
 func (t zeroExitTx) GetExecution(ctx context.Context, id string) (storage.Execution, error) {
 	return zeroExitOf(t.Tx.GetExecution(ctx, id))
+}
+
+func (t zeroExitTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return zeroExitGuard(t.Tx.GetCallGuard(ctx, id))
 }
 
 func (t zeroExitTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
@@ -171,7 +184,22 @@ func latestDecl(ctx context.Context, r storage.Reader, exeID string) (storage.De
 	return d, err
 }
 
+// latestDeclGuard is the guard whose Declared is latestDecl's answer.
+func latestDeclGuard(ctx context.Context, r storage.Reader, exeID string) (storage.CallGuard, error) {
+	g, err := r.GetCallGuard(ctx, exeID)
+	if err != nil {
+		return g, err
+	}
+	_, derr := latestDecl(ctx, r, exeID)
+	g.Declared = derr == nil
+	return g, nil
+}
+
 type latestDeclaration struct{ storage.Store }
+
+func (s latestDeclaration) GetCallGuard(ctx context.Context, exeID string) (storage.CallGuard, error) {
+	return latestDeclGuard(ctx, s.Store, exeID)
+}
 
 func (s latestDeclaration) GetPendingDeclaration(ctx context.Context, exeID string) (storage.Declaration, error) {
 	return latestDecl(ctx, s.Store, exeID)
@@ -182,6 +210,10 @@ func (s latestDeclaration) WithTx(ctx context.Context, fn func(tx storage.Tx) er
 }
 
 type latestDeclarationTx struct{ storage.Tx }
+
+func (t latestDeclarationTx) GetCallGuard(ctx context.Context, exeID string) (storage.CallGuard, error) {
+	return latestDeclGuard(ctx, t.Tx, exeID)
+}
 
 func (t latestDeclarationTx) GetPendingDeclaration(ctx context.Context, exeID string) (storage.Declaration, error) {
 	return latestDecl(ctx, t.Tx, exeID)
@@ -224,6 +256,12 @@ func (s noSessionUsage) GetExecution(ctx context.Context, id string) (storage.Ex
 	return e, err
 }
 
+func (s noSessionUsage) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	g, err := s.Store.GetCallGuard(ctx, id)
+	g.Execution.Session, g.Execution.Usage = "", nil
+	return g, err
+}
+
 // nodeFilterIgnored lists executions of every node whatever the filter
 // names: a daemon starting on a shared store would take over the live
 // attempts of the others.
@@ -236,4 +274,60 @@ func (s nodeBlind) ListExecutions(ctx context.Context, p *storage.ListExecutions
 	q := *p
 	q.Nodes = nil
 	return s.Store.ListExecutions(ctx, &q)
+}
+
+// guardGenerationIsFirst answers a call guard with the first
+// configuration generation instead of the latest, as a statement that
+// sorts the wrong way would: a narrowing generation would never reach a
+// call's ceiling.
+var guardGenerationIsFirst = stateless("guard_generation_is_first", "GetCallGuard reports the lowest committed generation, not the highest",
+	func(s storage.Store) storage.Store { return firstGenerationGuard{s} })
+
+func firstGenerationOf(g storage.CallGuard, err error) (storage.CallGuard, error) {
+	if err == nil && g.LatestGeneration > 1 {
+		g.LatestGeneration = 1
+	}
+	return g, err
+}
+
+type firstGenerationGuard struct{ storage.Store }
+
+func (s firstGenerationGuard) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return firstGenerationOf(s.Store.GetCallGuard(ctx, id))
+}
+
+func (s firstGenerationGuard) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(firstGenerationGuardTx{tx}) })
+}
+
+type firstGenerationGuardTx struct{ storage.Tx }
+
+func (t firstGenerationGuardTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return firstGenerationOf(t.Tx.GetCallGuard(ctx, id))
+}
+
+// guardKeepsFirstRead is a transaction whose call guard answers with the
+// execution and Work rows it read first, even after the transaction's own
+// writes changed them: kept rows that a write did not forget.
+var guardKeepsFirstRead = txControl("guard_keeps_first_read", "a transaction's GetCallGuard keeps the execution and Work it read first across its own writes",
+	func(_ storage.Store, tx storage.Tx) storage.Tx {
+		return &firstGuardTx{Tx: tx, seen: map[string]storage.CallGuard{}}
+	})
+
+type firstGuardTx struct {
+	storage.Tx
+	seen map[string]storage.CallGuard
+}
+
+func (t *firstGuardTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	g, err := t.Tx.GetCallGuard(ctx, id)
+	if err != nil {
+		return g, err
+	}
+	if old, ok := t.seen[id]; ok {
+		g.Execution, g.Work = old.Execution, old.Work
+		return g, nil
+	}
+	t.seen[id] = g
+	return g, nil
 }

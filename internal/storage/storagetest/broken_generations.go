@@ -32,7 +32,24 @@ func lowestGeneration(ctx context.Context, r storage.Reader) (storage.Generation
 	return r.GetGeneration(ctx, 1)
 }
 
+// lowestGenerationGuard is the guard whose LatestGeneration is
+// lowestGeneration's.
+func lowestGenerationGuard(ctx context.Context, r storage.Reader, exeID string) (storage.CallGuard, error) {
+	g, err := r.GetCallGuard(ctx, exeID)
+	if err != nil {
+		return g, err
+	}
+	if low, err := lowestGeneration(ctx, r); err == nil {
+		g.LatestGeneration = low.Number
+	}
+	return g, nil
+}
+
 type firstGeneration struct{ storage.Store }
+
+func (s firstGeneration) GetCallGuard(ctx context.Context, exeID string) (storage.CallGuard, error) {
+	return lowestGenerationGuard(ctx, s.Store, exeID)
+}
 
 func (s firstGeneration) LatestGeneration(ctx context.Context) (storage.Generation, error) {
 	return lowestGeneration(ctx, s.Store)
@@ -43,6 +60,10 @@ func (s firstGeneration) WithTx(ctx context.Context, fn func(tx storage.Tx) erro
 }
 
 type firstGenerationTx struct{ storage.Tx }
+
+func (t firstGenerationTx) GetCallGuard(ctx context.Context, exeID string) (storage.CallGuard, error) {
+	return lowestGenerationGuard(ctx, t.Tx, exeID)
+}
 
 func (t firstGenerationTx) LatestGeneration(ctx context.Context) (storage.Generation, error) {
 	return lowestGeneration(ctx, t.Tx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -288,6 +289,8 @@ func executionCases() []Case {
 		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
 		{Name: "execution_session_usage_survives_reopen", Run: executionSessionUsageSurvivesReopen, Control: forgetsSessionUsageOnReopen},
 		{Name: "execution_node", Run: plain(executionNode), Control: nodeFilterIgnored},
+		{Name: "call_guard_agrees_with_reads", Run: plain(callGuardAgreesWithReads), Control: guardGenerationIsFirst},
+		{Name: "call_guard_sees_tx_writes", Run: plain(callGuardSeesTxWrites), Control: guardKeepsFirstRead},
 	}
 }
 
@@ -679,4 +682,208 @@ func executionNode(ctx context.Context, s storage.Store) error {
 		want(list(onC, ids) == "[exe_1]", "executions of nod_c = %s, want [exe_1]", list(onC, ids)),
 		want(len(all) == 3, "no node filter lists %d executions, want 3", len(all)),
 	)
+}
+
+// guardByReads is what GetCallGuard must agree with: the four reads it
+// stands for, made one by one in r.
+func guardByReads(ctx context.Context, r storage.Reader, exeID string) (storage.CallGuard, error) {
+	var g storage.CallGuard
+	var err error
+	if g.Execution, err = r.GetExecution(ctx, exeID); err != nil {
+		return g, err
+	}
+	if g.Work, err = r.GetWork(ctx, g.Execution.Work); err != nil {
+		return g, err
+	}
+	switch _, err := r.GetPendingDeclaration(ctx, exeID); {
+	case err == nil:
+		g.Declared = true
+	case !errors.Is(err, storage.ErrNotFound):
+		return g, err
+	}
+	switch latest, err := r.LatestGeneration(ctx); {
+	case err == nil:
+		g.LatestGeneration = latest.Number
+	case !errors.Is(err, storage.ErrNotFound):
+		return g, err
+	}
+	return g, nil
+}
+
+// checkGuard reads the guard of exeID in r and holds it to the separate
+// reads and to what the case expects of it.
+func checkGuard(ctx context.Context, r storage.Reader, exeID, when string, declared bool, generation int64, work storage.WorkState) error {
+	g, err := r.GetCallGuard(ctx, exeID)
+	if err != nil {
+		return fmt.Errorf("the call guard %s: %w", when, err)
+	}
+	byReads, err := guardByReads(ctx, r, exeID)
+	if err != nil {
+		return fmt.Errorf("the separate reads %s: %w", when, err)
+	}
+	return first(
+		want(reflect.DeepEqual(g, byReads), "the call guard %s = %+v; the separate reads say %+v", when, g, byReads),
+		want(g.Execution.ID == exeID && g.Work.ID == g.Execution.Work, "the call guard %s read execution %s of Work %s", when, g.Execution.ID, g.Work.ID),
+		want(g.Declared == declared, "the call guard %s says declared %v, want %v", when, g.Declared, declared),
+		want(g.LatestGeneration == generation, "the call guard %s says latest generation %d, want %d", when, g.LatestGeneration, generation),
+		want(g.Work.State == work, "the call guard %s read the Work %s, want %s", when, g.Work.State, work),
+	)
+}
+
+// checkGuardBoth is checkGuard on the store's readers and inside a
+// transaction.
+func checkGuardBoth(ctx context.Context, s storage.Store, exeID, when string, declared bool, generation int64, work storage.WorkState) error {
+	if err := checkGuard(ctx, s, exeID, when, declared, generation, work); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		return checkGuard(ctx, tx, exeID, when+" (in a transaction)", declared, generation, work)
+	})
+}
+
+func updateWork(ctx context.Context, s storage.Store, workID string, state storage.WorkState, now int) error {
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: workID, State: &state, Now: at(now)})
+		return err
+	})
+}
+
+// callGuardAgreesWithReads: GetCallGuard answers what GetExecution,
+// GetWork, GetPendingDeclaration and LatestGeneration answer one by one,
+// as the execution runs, declares, has its declaration applied, as
+// generations commit and as its Work finishes; and ErrNotFound for an
+// execution that does not exist.
+func callGuardAgreesWithReads(ctx context.Context, s storage.Store) error {
+	_, missing := s.GetCallGuard(ctx, "exe_none")
+	var missingInTx error
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, missingInTx = tx.GetCallGuard(ctx, "exe_none")
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := first(wantErr(missing, storage.ErrNotFound, "the call guard of a missing execution"),
+		wantErr(missingInTx, storage.ErrNotFound, "the call guard of a missing execution in a transaction")); err != nil {
+		return err
+	}
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	// Another execution and a declaration of it, which exe_1's guard
+	// must not see.
+	other, err := SeedExecution(ctx, s, "wrk_2", "exe_2")
+	if err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.InsertDeclaration(ctx, &storage.Declaration{Execution: other.ID, Epoch: 1, Kind: storage.DeclaredWait, Payload: []byte(`{"types":["a.b"]}`), DeclaredAt: at(1)})
+	}); err != nil {
+		return err
+	}
+	if err := updateWork(ctx, s, e.Work, storage.WorkRunning, 2); err != nil {
+		return err
+	}
+	if err := checkGuardBoth(ctx, s, e.ID, "of a running execution", false, 0, storage.WorkRunning); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.InsertDeclaration(ctx, &storage.Declaration{Execution: e.ID, Epoch: 1, Kind: storage.DeclaredOutcome, Payload: []byte(`{"outcome":"succeeded"}`), DeclaredAt: at(3)})
+	}); err != nil {
+		return err
+	}
+	if err := checkGuardBoth(ctx, s, e.ID, "after a declaration", true, 0, storage.WorkRunning); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.MarkDeclarationApplied(ctx, &storage.MarkDeclarationAppliedParams{Execution: e.ID, Epoch: 1, Disposition: "applied", At: at(4)})
+	}); err != nil {
+		return err
+	}
+	if err := checkGuardBoth(ctx, s, e.ID, "once the declaration was applied", false, 0, storage.WorkRunning); err != nil {
+		return err
+	}
+	for n := int64(1); n <= 2; n++ {
+		if err := insertGeneration(ctx, s, generation(n)); err != nil {
+			return err
+		}
+		if err := checkGuardBoth(ctx, s, e.ID, fmt.Sprintf("after generation %d", n), false, n, storage.WorkRunning); err != nil {
+			return err
+		}
+	}
+	if err := updateWork(ctx, s, e.Work, storage.WorkSucceeded, 5); err != nil {
+		return err
+	}
+	if err := finish(ctx, s, e.ID, 1); err != nil {
+		return err
+	}
+	return checkGuardBoth(ctx, s, e.ID, "once the Work and the execution finished", false, 2, storage.WorkSucceeded)
+}
+
+// callGuardSeesTxWrites: inside a transaction, GetCallGuard sees the
+// transaction's own writes of the execution, its Work, its declaration
+// and the generations, read before it or not, and so do the reads after
+// it.
+func callGuardSeesTxWrites(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if err := updateWork(ctx, s, e.Work, storage.WorkRunning, 2); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		before, err := tx.GetCallGuard(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		renewed, err := tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(3), LeaseExpiresAt: at(60)})
+		if err != nil {
+			return err
+		}
+		if err := checkGuard(ctx, tx, e.ID, "after a renewal in its transaction", false, 0, storage.WorkRunning); err != nil {
+			return err
+		}
+		g, err := tx.GetCallGuard(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		if err := first(
+			want(!before.Execution.LeaseExpiresAt.Equal(renewed.LeaseExpiresAt), "the renewal changed nothing: %+v", renewed),
+			want(reflect.DeepEqual(g.Execution, renewed), "the call guard after a renewal in its transaction read %+v, want the renewed row %+v", g.Execution, renewed),
+		); err != nil {
+			return err
+		}
+		stopping := storage.ExecutionStopping
+		stopped, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: e.ID, Epoch: 1, Owner: "owner-a", State: &stopping, Now: at(4)})
+		if err != nil {
+			return err
+		}
+		waiting := storage.WorkWaiting
+		w, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: e.Work, State: &waiting, Now: at(4)})
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertDeclaration(ctx, &storage.Declaration{Execution: e.ID, Epoch: 1, Kind: storage.DeclaredWait, Payload: []byte(`{"types":["a.b"]}`), DeclaredAt: at(4)}); err != nil {
+			return err
+		}
+		if err := tx.InsertGeneration(ctx, generation(1)); err != nil {
+			return err
+		}
+		if err := checkGuard(ctx, tx, e.ID, "after writes in its transaction", true, 1, waiting); err != nil {
+			return err
+		}
+		g, err = tx.GetCallGuard(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		exe, err := tx.GetExecution(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		return first(
+			want(reflect.DeepEqual(g.Execution, stopped) && reflect.DeepEqual(exe, stopped), "after an update in its transaction the call guard read %+v and GetExecution %+v, want %+v", g.Execution, exe, stopped),
+			want(reflect.DeepEqual(g.Work, w), "after an update in its transaction the call guard read the Work %+v, want %+v", g.Work, w),
+		)
+	})
 }
