@@ -203,7 +203,19 @@ func (s *Scheduler) logOutcome(ctx context.Context, executionID string) {
 // running execution at epoch held by this owner, after the fenced update
 // (kernel.ErrStaleEpoch when that is not the live epoch: nothing after
 // runs then), or kernel.ErrExecutionNotFound.
+//
+// The fenced update comes first: it is the answer for a running attempt,
+// the usual case, in one statement. Only when it finds nothing to change
+// is the execution read, to tell a stopping attempt (or a missing
+// execution) from a stale epoch.
 func (s *Scheduler) fence(ctx context.Context, tx storage.Tx, executionID string, epoch int64) (storage.Execution, bool, error) {
+	// The fence: nothing below runs unless this is the live epoch.
+	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
+		ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: s.now(),
+	})
+	if !errors.Is(err, storage.ErrFenced) && !errors.Is(err, storage.ErrNotFound) {
+		return exe, false, err
+	}
 	cur, err := tx.GetExecution(ctx, executionID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return cur, false, kernel.ErrExecutionNotFound
@@ -214,15 +226,8 @@ func (s *Scheduler) fence(ctx context.Context, tx storage.Tx, executionID string
 	if cur.State == storage.ExecutionStopping && cur.Epoch == epoch && cur.Owner == s.o.Owner {
 		return cur, true, nil
 	}
-	// The fence: nothing below runs unless this is the live epoch.
-	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
-		ID: executionID, Epoch: epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Now: s.now(),
-	})
-	if errors.Is(err, storage.ErrFenced) {
-		return exe, false, &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
-			Message: fmt.Sprintf("epoch %d of execution %s is not the live one; its result is not applied", epoch, executionID)}
-	}
-	return exe, false, err
+	return cur, false, &kernel.Error{Code: kernel.ErrStaleEpoch.Code, Kind: extension.ErrForbidden,
+		Message: fmt.Sprintf("epoch %d of execution %s is not the live one; its result is not applied", epoch, executionID)}
 }
 
 // MaxSessionLength bounds the agent session a result names: a longer
