@@ -121,6 +121,11 @@ type RevokeTokensParams struct {
 	Execution  string
 	BelowEpoch int64
 	At         time.Time
+	// Uncounted says the caller does not need the count: the store may
+	// send the revocation with the transaction's next statement (it
+	// returns 0 then), and its error is that statement's or the
+	// commit's. The revocation commits with the transaction either way.
+	Uncounted bool
 }
 
 // RevokeFinishedTokens revokes, inside tx, every token of exe not revoked
@@ -132,7 +137,7 @@ func RevokeFinishedTokens(ctx context.Context, tx Tx, exe Execution, at time.Tim
 	if exe.Live() {
 		return nil
 	}
-	_, err := tx.RevokeTokens(ctx, &RevokeTokensParams{Execution: exe.ID, At: at})
+	_, err := tx.RevokeTokens(ctx, &RevokeTokensParams{Execution: exe.ID, At: at, Uncounted: true})
 	return err
 }
 

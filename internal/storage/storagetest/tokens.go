@@ -59,7 +59,39 @@ func tokenRevocationNeedsATime(ctx context.Context, s storage.Store) error {
 	if err != nil {
 		return err
 	}
-	return want(n == 1 && tok.Revoked() && tok.RevokedAt.Equal(at(5)), "RevokeTokens at a time = %d, token %+v", n, tok)
+	if err := want(n == 1 && tok.Revoked() && tok.RevokedAt.Equal(at(5)), "RevokeTokens at a time = %d, token %+v", n, tok); err != nil {
+		return err
+	}
+	// Uncounted: the same rules, and the revocation is seen by the
+	// transaction's next read and after its commit.
+	if err := insertTokens(ctx, s, token("tok_b", "exe_2", 1)); err != nil {
+		return err
+	}
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: "exe_2", Uncounted: true})
+		return err
+	})
+	if err := want(err != nil, "an uncounted RevokeTokens without a time was not refused"); err != nil {
+		return err
+	}
+	var inside storage.Token
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: "exe_2", At: at(6), Uncounted: true}); err != nil {
+			return err
+		}
+		inside, err = tx.GetToken(ctx, "tok_b")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tok, err = s.GetToken(ctx, "tok_b")
+	if err != nil {
+		return err
+	}
+	return first(
+		want(inside.Revoked() && inside.RevokedAt.Equal(at(6)), "inside its transaction an uncounted revocation is not seen: %+v", inside),
+		want(tok.Revoked() && tok.RevokedAt.Equal(at(6)), "after its commit an uncounted revocation is not seen: %+v", tok))
 }
 
 // digest is the SHA-256 of a token's text, as the toolbelt stores it.
