@@ -84,7 +84,7 @@ func (s *Scheduler) complete(ctx context.Context, executionID string, epoch int6
 		return err
 	}
 	c.done()
-	s.logOutcome(ctx, executionID)
+	s.logOutcome(ctx, c)
 	return nil
 }
 
@@ -97,6 +97,16 @@ type completion struct {
 	res         executor.Result
 	observed    bool
 	staged      []*artifactStage
+	// ended is what its transaction left of the execution and its Work,
+	// when the transaction still kept both rows (storage.Keeper): what
+	// logOutcome says once it has committed, without reading them again.
+	ended *ended
+}
+
+// ended is an attempt's execution and Work as its completion left them.
+type ended struct {
+	exe  storage.Execution
+	work storage.Work
 }
 
 func (s *Scheduler) stageCompletion(executionID string, epoch int64, res executor.Result, observed bool) *completion {
@@ -143,6 +153,24 @@ func (c *completion) done() {
 // completeInTx is complete's transaction: fence, then confirmStop or the
 // artifacts committed and apply.
 func (s *Scheduler) completeInTx(ctx context.Context, tx storage.Tx, c *completion) error {
+	c.ended = nil
+	if err := s.completeSteps(ctx, tx, c); err != nil {
+		return err
+	}
+	if k, ok := tx.(storage.Keeper); ok {
+		exe, okE := k.KeptExecution(c.executionID)
+		if okE {
+			if w, okW := k.KeptWork(exe.Work); okW {
+				c.ended = &ended{exe: exe, work: w}
+			}
+		}
+	}
+	return nil
+}
+
+// completeSteps is completeInTx's work: the fence, then the stop
+// confirmed or the artifacts committed and the result applied.
+func (s *Scheduler) completeSteps(ctx context.Context, tx storage.Tx, c *completion) error {
 	var exit *int
 	if c.observed {
 		exit = &c.res.ExitCode
@@ -169,15 +197,21 @@ func (s *Scheduler) completeInTx(ctx context.Context, tx storage.Tx, c *completi
 // the attempt and of its Work, with their ids: an operator reading the
 // daemon's log sees every attempt end and every Work that succeeded,
 // failed (with its message), was cancelled or is held, and why. It reads
-// the committed records; a read that fails only costs the line.
-func (s *Scheduler) logOutcome(ctx context.Context, executionID string) {
-	exe, err := s.store.GetExecution(ctx, executionID)
-	if err != nil {
-		return
-	}
-	w, err := s.store.GetWork(ctx, exe.Work)
-	if err != nil {
-		return
+// the records as the committed transaction left them (completion.ended),
+// else reads them; a read that fails only costs the line.
+func (s *Scheduler) logOutcome(ctx context.Context, c *completion) {
+	var exe storage.Execution
+	var w storage.Work
+	if c.ended != nil {
+		exe, w = c.ended.exe, c.ended.work
+	} else {
+		var err error
+		if exe, err = s.store.GetExecution(ctx, c.executionID); err != nil {
+			return
+		}
+		if w, err = s.store.GetWork(ctx, exe.Work); err != nil {
+			return
+		}
 	}
 	attrs := []any{"work", w.ID, "execution", exe.ID, "epoch", exe.Epoch, "scope", w.Scope, "binding", w.Binding,
 		"attempt", exe.State, "work_state", w.State}

@@ -1055,7 +1055,7 @@ func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 		if err == nil {
 			for _, c := range cs {
 				c.done()
-				s.logOutcome(ctx, c.executionID)
+				s.logOutcome(ctx, c)
 			}
 			return errs
 		}
@@ -1067,7 +1067,7 @@ func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 			continue
 		}
 		c.done()
-		s.logOutcome(ctx, c.executionID)
+		s.logOutcome(ctx, c)
 	}
 	return errs
 }

@@ -137,6 +137,14 @@ type Reader interface {
 	GetArtifactChunk(ctx context.Context, id string, seq int64) ([]byte, error)
 }
 
+// Keeper is implemented by a Tx that keeps the Work and execution rows it
+// read or wrote (TxRows): Kept returns them without a statement, as the
+// transaction sees them now, or false when it holds none for the id.
+type Keeper interface {
+	KeptWork(id string) (Work, bool)
+	KeptExecution(id string) (Execution, bool)
+}
+
 // Tx is the write transaction. Its Reader methods see its own writes.
 type Tx interface {
 	ToolbeltTx

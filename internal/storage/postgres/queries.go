@@ -226,6 +226,14 @@ func (s *Store) GetEvent(ctx context.Context, id string) (storage.Event, error) 
 	return s.events.Read(id, func() (storage.Event, error) { return s.queries.GetEvent(ctx, id) })
 }
 
+// KeptWork implements storage.Keeper.
+func (t *tx) KeptWork(id string) (storage.Work, bool) { return t.q.turn.rows.Work(id) }
+
+// KeptExecution implements storage.Keeper.
+func (t *tx) KeptExecution(id string) (storage.Execution, bool) {
+	return t.q.turn.rows.Execution(id)
+}
+
 func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
 	return t.q.turn.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
 }
@@ -258,7 +266,10 @@ func (t *tx) writeExecution(ctx context.Context, what, id, query string, args ..
 	return e, nil
 }
 
-var _ storage.Tx = (*tx)(nil)
+var (
+	_ storage.Tx     = (*tx)(nil)
+	_ storage.Keeper = (*tx)(nil)
+)
 
 // scanner is a pgx.Row or pgx.Rows.
 type scanner interface{ Scan(dest ...any) error }

@@ -53,11 +53,20 @@ func (s *Store) GetEvent(ctx context.Context, id string) (storage.Event, error) 
 	return s.events.Read(id, func() (storage.Event, error) { return s.queries.GetEvent(ctx, id) })
 }
 
+// KeptWork implements storage.Keeper.
+func (t *tx) KeptWork(id string) (storage.Work, bool) { return t.rows.Work(id) }
+
+// KeptExecution implements storage.Keeper.
+func (t *tx) KeptExecution(id string) (storage.Execution, bool) { return t.rows.Execution(id) }
+
 func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
 	return t.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
 }
 
-var _ storage.Tx = (*tx)(nil)
+var (
+	_ storage.Tx     = (*tx)(nil)
+	_ storage.Keeper = (*tx)(nil)
+)
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
