@@ -270,3 +270,33 @@ func TestDecideStepRouteEffect(t *testing.T) {
 		})
 	}
 }
+
+// keyOwnerReads counts GetKeyOwner.
+type keyOwnerReads struct {
+	storage.Reader
+	n int
+}
+
+func (k *keyOwnerReads) GetKeyOwner(ctx context.Context, scope, key string) (storage.Work, error) {
+	k.n++
+	return k.Reader.GetKeyOwner(ctx, scope, key)
+}
+
+// A decision reads the owner of the event's key once, for the owner step
+// and the wakes step both.
+func TestDecisionReadsTheKeyOwnerOnce(t *testing.T) {
+	b := setup(t)
+	w := b.createWork(t, kernel.CreateWorkRequest{Keys: []string{"pr/1"}})
+	b.waitOn(t, b.run(t, w.ID), kernel.WaitSpec{Types: []string{"ci.done"}}, 0)
+	rd := &keyOwnerReads{Reader: b.store}
+	d, err := b.rt.Trace(context.Background(), rd, storage.Event{Type: "ci.done", Scope: "s1", CorrelationKey: "pr/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Work != w.ID || d.Effect != kernel.EffectWake {
+		t.Fatalf("decision = %+v, want it to wake %s", d, w.ID)
+	}
+	if rd.n != 1 {
+		t.Fatalf("the decision read the key's owner %d times, want once", rd.n)
+	}
+}

@@ -90,7 +90,12 @@ func (d Decision) Woke() bool { return d.Effect == EffectWake || len(d.OtherWake
 //     of it (another input wakes the Work first).
 func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Event) (Decision, error) {
 	d := Decision{OtherWakes: []Wake{}}
-	owner, err := resolveOwner(ctx, rd, ev)
+	// The key's owner is read once, for both steps that need it.
+	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
+	if err != nil {
+		return d, err
+	}
+	owner, err := resolveOwnerOf(ctx, rd, ev, keyOwner)
 	if err != nil {
 		return d, err
 	}
@@ -98,7 +103,7 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 		d.Work, d.WorkState = owner.ID, owner.State
 	}
 
-	wakes, err := r.wakesFor(ctx, rd, ev)
+	wakes, err := r.wakesOf(ctx, rd, ev, keyOwner)
 	if err != nil {
 		return d, err
 	}
@@ -170,6 +175,16 @@ func liveEffect(effect Effect, owner *storage.Work) (Effect, string) {
 // owns the event's correlation key in its scope, or the finished Work of
 // that scope whose id the key is; nil for none (and for no key).
 func resolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
+	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
+	if err != nil {
+		return nil, err
+	}
+	return resolveOwnerOf(ctx, rd, ev, keyOwner)
+}
+
+// lookupKeyOwner is the nonterminal Work that owns the event's
+// correlation key in its scope; nil for none (and for no key).
+func lookupKeyOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
 	if ev.CorrelationKey == "" {
 		return nil, nil
 	}
@@ -177,10 +192,21 @@ func resolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*st
 	switch {
 	case err == nil:
 		return &w, nil
-	case !errors.Is(err, storage.ErrNotFound):
-		return nil, err
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
 	}
-	w, err = rd.GetWork(ctx, ev.CorrelationKey)
+	return nil, err
+}
+
+// resolveOwnerOf is resolveOwner given the key's owner (lookupKeyOwner).
+func resolveOwnerOf(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) (*storage.Work, error) {
+	if ev.CorrelationKey == "" {
+		return nil, nil
+	}
+	if keyOwner != nil {
+		return keyOwner, nil
+	}
+	w, err := rd.GetWork(ctx, ev.CorrelationKey)
 	switch {
 	case err == nil && w.Scope == ev.Scope && w.State.Terminal():
 		return &w, nil
@@ -306,18 +332,25 @@ func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect
 
 // wakesFor lists the active waits the event satisfies.
 func (r *Runtime) wakesFor(ctx context.Context, rd storage.Reader, ev storage.Event) ([]Wake, error) {
+	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
+	if err != nil {
+		return nil, err
+	}
+	return r.wakesOf(ctx, rd, ev, keyOwner)
+}
+
+// wakesOf is wakesFor given the key's owner (lookupKeyOwner).
+func (r *Runtime) wakesOf(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) ([]Wake, error) {
 	if ev.CorrelationKey == "" {
 		return nil, nil
 	}
 	var cands []storage.Wait
-	if owner, err := rd.GetKeyOwner(ctx, ev.Scope, ev.CorrelationKey); err == nil {
-		if w, err := rd.GetActiveWait(ctx, owner.ID); err == nil {
+	if keyOwner != nil {
+		if w, err := rd.GetActiveWait(ctx, keyOwner.ID); err == nil {
 			cands = append(cands, w)
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return nil, err
 		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
 	}
 	byKey, err := rd.ListActiveWaitsByKey(ctx, ev.Scope, ev.CorrelationKey)
 	if err != nil {
@@ -340,7 +373,7 @@ func (r *Runtime) wakesFor(ctx context.Context, rd storage.Reader, ev storage.Ev
 			continue
 		}
 		seen[w.ID] = true
-		ok, reason, err := r.satisfies(ctx, rd, w, ev)
+		ok, reason, err := r.satisfiesOf(ctx, rd, w, ev, keyOwner, true)
 		if err != nil {
 			return nil, err
 		}
@@ -357,6 +390,12 @@ func (r *Runtime) wakesFor(ctx context.Context, rd storage.Reader, ev storage.Ev
 // type-only wait a key its Work owns or the id of one of its children. An
 // event about or from the waiting Work itself never wakes it.
 func (r *Runtime) satisfies(ctx context.Context, rd storage.Reader, w storage.Wait, ev storage.Event) (bool, string, error) {
+	return r.satisfiesOf(ctx, rd, w, ev, nil, false)
+}
+
+// satisfiesOf is satisfies given, when known, the owner of the event's key
+// (lookupKeyOwner, nil for none), which it then does not read again.
+func (r *Runtime) satisfiesOf(ctx context.Context, rd storage.Reader, w storage.Wait, ev storage.Event, keyOwner *storage.Work, known bool) (bool, string, error) {
 	if ev.Scope != w.Scope || ev.CorrelationKey == "" || ev.Work == w.Work {
 		return false, "", nil
 	}
@@ -372,12 +411,14 @@ func (r *Runtime) satisfies(ctx context.Context, rd storage.Reader, w storage.Wa
 		}
 		return false, "", nil
 	}
-	owner, err := rd.GetKeyOwner(ctx, w.Scope, ev.CorrelationKey)
-	if err == nil && owner.ID == w.Work {
-		return true, fmt.Sprintf("Wait %s subscribes on the keys of Work %s, which owns %q", w.ID, w.Work, ev.CorrelationKey), nil
+	if !known {
+		var err error
+		if keyOwner, err = lookupKeyOwner(ctx, rd, ev); err != nil {
+			return false, "", err
+		}
 	}
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return false, "", err
+	if keyOwner != nil && keyOwner.ID == w.Work {
+		return true, fmt.Sprintf("Wait %s subscribes on the keys of Work %s, which owns %q", w.ID, w.Work, ev.CorrelationKey), nil
 	}
 	child, err := rd.GetWork(ctx, ev.CorrelationKey)
 	if err == nil && child.Parent == w.Work {
