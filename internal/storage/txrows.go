@@ -37,6 +37,10 @@ type TxRows struct {
 	work   kept[Work]
 	execs  kept[Execution]
 	events kept[Event]
+	// written marks the kept Work rows the transaction wrote itself
+	// (KeepWrittenWork): it holds them locked to its end on an engine
+	// that locks rows, and they are current.
+	written map[string]bool
 }
 
 // Statement is told every statement the transaction runs, before it runs.
@@ -47,6 +51,7 @@ func (c *TxRows) Statement(query string) {
 	work, execs := touches(query)
 	if work {
 		clear(c.work)
+		clear(c.written)
 	}
 	if execs {
 		clear(c.execs)
@@ -186,6 +191,28 @@ func (c *TxRows) Event(id string) (Event, bool) { return c.events.get(id) }
 // KeepWork keeps a copy of w, a row just read or written by the
 // transaction.
 func (c *TxRows) KeepWork(w Work) { c.work.put(w.ID, w) }
+
+// KeepWrittenWork keeps a copy of w, a row the transaction has just
+// written (RETURNING): WrittenWork hands it out until the next statement
+// that may change Work rows.
+func (c *TxRows) KeepWrittenWork(w Work) {
+	c.KeepWork(w)
+	if c.written == nil {
+		c.written = map[string]bool{}
+	}
+	c.written[w.ID] = true
+}
+
+// WrittenWork returns a copy of the Work row kept for id when the
+// transaction wrote it itself and nothing since could have changed it: a
+// row the transaction holds locked, whose counters a write may build on
+// without reading (and locking) it again.
+func (c *TxRows) WrittenWork(id string) (Work, bool) {
+	if !c.written[id] {
+		return Work{}, false
+	}
+	return c.work.get(id)
+}
 
 // KeepExecution keeps a copy of e, a row just read or written by the
 // transaction.

@@ -84,3 +84,29 @@ func TestTxRowsReadCallGuardKeepsItsRows(t *testing.T) {
 		t.Fatalf("the kept Work = %+v (kept %v), want the guard's", w, keptWork)
 	}
 }
+
+// WrittenWork hands out only a row the transaction wrote itself, and
+// forgets it where the kept rows are forgotten.
+func TestTxRowsWrittenWork(t *testing.T) {
+	var c TxRows
+	c.KeepWork(Work{ID: "wrk_read"})
+	c.KeepWrittenWork(Work{ID: "wrk_written", InputCount: 3})
+	if _, ok := c.WrittenWork("wrk_read"); ok {
+		t.Fatal("a row the transaction only read is handed out as written")
+	}
+	if w, ok := c.WrittenWork("wrk_written"); !ok || w.InputCount != 3 {
+		t.Fatalf("WrittenWork = %+v, %v; want the written row", w, ok)
+	}
+	c.Statement("SELECT 1 FROM executions WHERE id = ?")
+	if _, ok := c.WrittenWork("wrk_written"); !ok {
+		t.Fatal("a plain read forgot the written row")
+	}
+	c.Statement("UPDATE work SET state = ? WHERE id = ?")
+	if _, ok := c.WrittenWork("wrk_written"); ok {
+		t.Fatal("a write to the work table left the written row handed out")
+	}
+	c.KeepWork(Work{ID: "wrk_written"})
+	if _, ok := c.WrittenWork("wrk_written"); ok {
+		t.Fatal("a row read again after a write is handed out as written")
+	}
+}

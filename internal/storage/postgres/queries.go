@@ -249,7 +249,7 @@ func (t *tx) writeWork(ctx context.Context, what, id, query string, args ...any)
 	if err != nil {
 		return storage.Work{}, writeErr(err, what)
 	}
-	t.q.turn.rows.KeepWork(w)
+	t.q.turn.rows.KeepWrittenWork(w)
 	return w, nil
 }
 

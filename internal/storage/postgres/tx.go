@@ -178,7 +178,7 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if err != nil {
 		return storage.Work{}, writeErr(err, "insert work")
 	}
-	t.q.turn.rows.KeepWork(w)
+	t.q.turn.rows.KeepWrittenWork(w)
 	return w, nil
 }
 
@@ -286,7 +286,11 @@ func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error
 func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (storage.Input, error) {
 	kept, wasKept := t.q.turn.rows.Work(p.Work)
 	var count, revision int64
-	if err := t.q.queryRow(ctx, `SELECT input_count, revision FROM work WHERE id = ? FOR UPDATE`, p.Work).Scan(&count, &revision); err != nil {
+	if w, ok := t.q.turn.rows.WrittenWork(p.Work); ok {
+		// Written by this transaction (a Work it just created, say): it
+		// holds the row's lock already and knows its counter.
+		count, revision = w.InputCount, w.Revision
+	} else if err := t.q.queryRow(ctx, `SELECT input_count, revision FROM work WHERE id = ? FOR UPDATE`, p.Work).Scan(&count, &revision); err != nil {
 		return storage.Input{}, one(err, "work", p.Work)
 	}
 	pos := count + 1
@@ -303,7 +307,7 @@ func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (stora
 	}
 	if in.Position == pos && wasKept && kept.InputCount == count && kept.Revision == revision {
 		kept.InputCount, kept.Revision, kept.UpdatedAt = pos, revision+1, fromTS(ts(p.At))
-		t.q.turn.rows.KeepWork(kept)
+		t.q.turn.rows.KeepWrittenWork(kept)
 	}
 	return in, nil
 }

@@ -211,7 +211,30 @@ func inputsQueueOnce(ctx context.Context, s storage.Store) error {
 		if err != nil {
 			return err
 		}
-		return want(len(list) == 1 && list[0].Event == "evt_b", "inputs after 1 = %+v", list)
+		if err := want(len(list) == 1 && list[0].Event == "evt_b", "inputs after 1 = %+v", list); err != nil {
+			return err
+		}
+		// A Work the transaction created itself numbers its inputs and
+		// counts them the same way.
+		made, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_made", Scope: "s1", Binding: "b1", State: storage.WorkReady, CreatedEvent: "evt_a", CreatedAt: T0})
+		if err != nil {
+			return err
+		}
+		var pos []int64
+		for _, id := range []string{"evt_a", "evt_b", "evt_a"} {
+			in, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_made", Event: id, At: at(1)})
+			if err != nil {
+				return fmt.Errorf("queuing %s on a Work of the same transaction: %w", id, err)
+			}
+			pos = append(pos, in.Position)
+		}
+		got, err := tx.GetWork(ctx, "wrk_made")
+		if err != nil {
+			return err
+		}
+		return want(fmt.Sprint(pos) == "[1 2 1]" && got.InputCount == 2 && got.Revision == made.Revision+2,
+			"on a Work of the same transaction: positions %v, input count %d, revision %d (created at %d); want [1 2 1], 2, two more",
+			pos, got.InputCount, got.Revision, made.Revision)
 	})
 }
 
