@@ -190,7 +190,14 @@ func (s *Scheduler) completeSteps(ctx context.Context, tx storage.Tx, c *complet
 	if err := s.commitArtifacts(ctx, tx, exe, c.staged); err != nil {
 		return err
 	}
-	return s.apply(ctx, tx, exe, c.res, exit)
+	// One read says whether the segment declared and brings its Work
+	// (kept for the steps below), where apply would read the
+	// declaration and then the Work.
+	g, err := tx.GetCallGuard(ctx, exe.ID)
+	if err != nil {
+		return err
+	}
+	return s.apply(ctx, tx, g.Execution, c.res, exit, g.Declared)
 }
 
 // logOutcome says at INFO, once the completion committed, what became of
@@ -501,10 +508,17 @@ func (s *Scheduler) mark(ctx context.Context, tx storage.Tx, decl declaration, d
 // or, with the declaration marked discarded, applyExecutorResult. Each
 // path finishes or parks the execution, moves the Work and marks the
 // declaration in this same transaction.
-func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result, exit *int) error {
-	decl, ok, err := readDeclaration(ctx, tx, exe)
-	if err != nil {
-		return err
+//
+// declared says whether the segment has a pending declaration (read in
+// this transaction); without one, none is read.
+func (s *Scheduler) apply(ctx context.Context, tx storage.Tx, exe storage.Execution, res executor.Result, exit *int, declared bool) error {
+	var decl declaration
+	var ok bool
+	if declared {
+		var err error
+		if decl, ok, err = readDeclaration(ctx, tx, exe); err != nil {
+			return err
+		}
 	}
 	switch pathOf(decl.d, ok, res) {
 	case applyWait:
