@@ -10,12 +10,20 @@ import (
 
 // ResolveOwner is the owner step.
 func ResolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
-	return resolveOwner(ctx, rd, ev)
+	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
+	if err != nil {
+		return nil, err
+	}
+	return resolveOwner(ctx, rd, ev, keyOwner)
 }
 
 // WakesFor is the wakes step.
 func (r *Runtime) WakesFor(ctx context.Context, rd storage.Reader, ev storage.Event) ([]Wake, error) {
-	return r.wakesFor(ctx, rd, ev)
+	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
+	if err != nil {
+		return nil, err
+	}
+	return r.wakesFor(ctx, rd, ev, keyOwner)
 }
 
 // SplitWakes separates the owner's wake from the others.

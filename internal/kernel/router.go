@@ -95,7 +95,7 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 	if err != nil {
 		return d, err
 	}
-	owner, err := resolveOwnerOf(ctx, rd, ev, keyOwner)
+	owner, err := resolveOwner(ctx, rd, ev, keyOwner)
 	if err != nil {
 		return d, err
 	}
@@ -103,7 +103,7 @@ func (r *Runtime) decide(ctx context.Context, rd storage.Reader, ev storage.Even
 		d.Work, d.WorkState = owner.ID, owner.State
 	}
 
-	wakes, err := r.wakesOf(ctx, rd, ev, keyOwner)
+	wakes, err := r.wakesFor(ctx, rd, ev, keyOwner)
 	if err != nil {
 		return d, err
 	}
@@ -171,17 +171,6 @@ func liveEffect(effect Effect, owner *storage.Work) (Effect, string) {
 	return EffectInterrupt, fmt.Sprintf("fences the running attempt of Work %s and starts the next one with this event as input once it has stopped", owner.ID)
 }
 
-// resolveOwner is the decision's owner step: the nonterminal Work that
-// owns the event's correlation key in its scope, or the finished Work of
-// that scope whose id the key is; nil for none (and for no key).
-func resolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
-	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
-	if err != nil {
-		return nil, err
-	}
-	return resolveOwnerOf(ctx, rd, ev, keyOwner)
-}
-
 // lookupKeyOwner is the nonterminal Work that owns the event's
 // correlation key in its scope; nil for none (and for no key).
 func lookupKeyOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*storage.Work, error) {
@@ -198,8 +187,11 @@ func lookupKeyOwner(ctx context.Context, rd storage.Reader, ev storage.Event) (*
 	return nil, err
 }
 
-// resolveOwnerOf is resolveOwner given the key's owner (lookupKeyOwner).
-func resolveOwnerOf(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) (*storage.Work, error) {
+// resolveOwner is the decision's owner step: the nonterminal Work that
+// owns the event's correlation key in its scope (keyOwner, as
+// lookupKeyOwner found it), or the finished Work of that scope whose id
+// the key is; nil for none (and for no key).
+func resolveOwner(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) (*storage.Work, error) {
 	if ev.CorrelationKey == "" {
 		return nil, nil
 	}
@@ -330,17 +322,9 @@ func routeEffect(rt Route, owner *storage.Work, ev storage.Event) (effect Effect
 	return EffectDrop, "", fmt.Sprintf("route %s has effect %q, which this release does not apply", rt.ID, rt.Effect)
 }
 
-// wakesFor lists the active waits the event satisfies.
-func (r *Runtime) wakesFor(ctx context.Context, rd storage.Reader, ev storage.Event) ([]Wake, error) {
-	keyOwner, err := lookupKeyOwner(ctx, rd, ev)
-	if err != nil {
-		return nil, err
-	}
-	return r.wakesOf(ctx, rd, ev, keyOwner)
-}
-
-// wakesOf is wakesFor given the key's owner (lookupKeyOwner).
-func (r *Runtime) wakesOf(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) ([]Wake, error) {
+// wakesFor lists the active waits the event satisfies, given the owner
+// of its key (lookupKeyOwner).
+func (r *Runtime) wakesFor(ctx context.Context, rd storage.Reader, ev storage.Event, keyOwner *storage.Work) ([]Wake, error) {
 	if ev.CorrelationKey == "" {
 		return nil, nil
 	}
