@@ -48,3 +48,11 @@ func (s *Scheduler) ApplyWait(ctx context.Context, tx storage.Tx, exe storage.Ex
 	}
 	return s.applyWait(ctx, tx, exe, d, res, &res.ExitCode)
 }
+
+// QueuedLaunchMarks is how many launch marks wait for the batch being
+// written.
+func (s *Scheduler) QueuedLaunchMarks() int {
+	s.marks.mu.Lock()
+	defer s.marks.mu.Unlock()
+	return len(s.marks.queue)
+}

@@ -56,6 +56,9 @@ type Scheduler struct {
 	// detached are the segments whose lease this scheduler lost, watched
 	// until another daemon takes them over (see watchDetached).
 	detached map[string]*segment
+
+	// marks writes the launch marks of concurrent preparations together.
+	marks launchMarks
 }
 
 // Preparation bounds: at most PrepareWorkers claims are prepared at once,
@@ -728,25 +731,6 @@ func segmentEvent(ev storage.Event) executor.Event {
 		ID: ev.ID, Seq: ev.Seq, Type: ev.Type, Source: ev.Source, Scope: ev.Scope, CorrelationKey: ev.CorrelationKey,
 		Data: append([]byte(nil), data...), AcceptedAt: ev.AcceptedAt,
 	}
-}
-
-// markLaunched records, under the fence, that the segment of exe's epoch
-// is handed to its executor now: the last write before a process may
-// start. false: the epoch was superseded meanwhile (its new holder finds
-// it never launched), and nothing may start.
-func (s *Scheduler) markLaunched(ctx context.Context, exe storage.Execution) (bool, error) {
-	err := s.store.WithTx(ctx, func(tx storage.Tx) error {
-		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{
-			ID: exe.ID, Epoch: exe.Epoch, Owner: s.o.Owner, FromStates: []storage.ExecutionState{storage.ExecutionRunning, storage.ExecutionStopping},
-			Launched: true, Now: s.now(),
-		})
-		return err
-	})
-	if errors.Is(err, storage.ErrFenced) {
-		s.o.Logger.Info("attempt superseded before launch; not started", "work", exe.Work, "execution", exe.ID, "epoch", exe.Epoch)
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // abort undoes a claim, resume or recovery whose segment could not start,

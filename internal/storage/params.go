@@ -270,6 +270,20 @@ type UpdateExecutionParams struct {
 	Now      time.Time
 }
 
+// MarkLaunchedParams is a set of segments handed to their executors at
+// Now by the daemon Owner (Tx.MarkLaunched).
+type MarkLaunchedParams struct {
+	Owner    string
+	Launches []Launch
+	Now      time.Time
+}
+
+// Launch is one segment of MarkLaunchedParams: an execution at an epoch.
+type Launch struct {
+	Execution string
+	Epoch     int64
+}
+
 // MarkDeclarationAppliedParams records what Complete did with a
 // declaration.
 type MarkDeclarationAppliedParams struct {

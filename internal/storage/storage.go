@@ -199,6 +199,14 @@ type Tx interface {
 	// UpdateExecution changes an execution at Epoch (held by Owner, when
 	// given) in one of FromStates; ErrFenced otherwise.
 	UpdateExecution(ctx context.Context, p *UpdateExecutionParams) (Execution, error)
+	// MarkLaunched records, in one statement, that the segment of each
+	// launch is handed to its executor now (LaunchedEpoch becomes its
+	// Epoch), for each launch whose execution is still at its Epoch, held
+	// by Owner, and running or stopping. It returns the executions it
+	// marked, in no particular order; a launch it did not mark
+	// (superseded, finished, held by another owner, unknown) is left as
+	// it was.
+	MarkLaunched(ctx context.Context, p *MarkLaunchedParams) ([]string, error)
 
 	// InsertDeclaration records a segment's declaration; ErrDuplicate when
 	// the epoch already declared or the execution has a pending one.

@@ -414,6 +414,32 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
+// MarkLaunched is one UPDATE for every launch: each execution matched by
+// its primary key at its epoch (an OR of pairs, which the planner serves
+// from the key; a row-value IN scans the table).
+func (t *tx) MarkLaunched(ctx context.Context, p *storage.MarkLaunchedParams) ([]string, error) {
+	if len(p.Launches) == 0 {
+		return nil, nil
+	}
+	pairs := make([]string, len(p.Launches))
+	args := make([]any, 0, 4+2*len(p.Launches))
+	args = append(args, ts(p.Now), p.Owner, string(storage.ExecutionRunning), string(storage.ExecutionStopping))
+	for i, l := range p.Launches {
+		pairs[i] = "(id = ? AND epoch = ?)"
+		args = append(args, l.Execution, l.Epoch)
+	}
+	rows, err := t.q.query(ctx, `UPDATE executions SET revision = revision + 1, updated_at = ?, launched_epoch = epoch
+		WHERE owner = ? AND state IN (?, ?) AND (`+strings.Join(pairs, " OR ")+`) RETURNING id`, args...)
+	ids, err := collect(rows, err, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return nil, writeErr(err, "mark launched")
+	}
+	return ids, nil
+}
+
 // ---- declarations ----
 
 func (t *tx) InsertDeclaration(ctx context.Context, d *storage.Declaration) error {

@@ -48,3 +48,6 @@ func ExecForTest(ctx context.Context, t storage.Tx, query string) error {
 
 // CallGuardQueryForTest is GetCallGuard's statement.
 var CallGuardQueryForTest = callGuardQuery
+
+// MarkLaunchedQueryForTest is MarkLaunched's statement for n launches.
+func MarkLaunchedQueryForTest(n int) string { return markLaunchedQuery(n) }

@@ -404,6 +404,40 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
+// markLaunchedQuery marks n launches: each execution matched by its
+// primary key at its epoch, an OR of pairs that SQLite serves from the key
+// (a row-value IN over VALUES scans the table), the owner and state kept
+// out of the index choice (unary +), or SQLite would search every live
+// execution of the owner through executions_owner instead; TestQueryPlans
+// holds it.
+func markLaunchedQuery(n int) string {
+	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND epoch = ?) OR ", n), " OR ")
+	return `UPDATE executions SET revision = revision + 1, updated_at = ?, launched_epoch = epoch
+		WHERE (` + pairs + `) AND +owner = ? AND +state IN (?, ?) RETURNING id`
+}
+
+// MarkLaunched is one UPDATE for every launch (markLaunchedQuery).
+func (t *tx) MarkLaunched(ctx context.Context, p *storage.MarkLaunchedParams) ([]string, error) {
+	if len(p.Launches) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 4+2*len(p.Launches))
+	args = append(args, ts(p.Now))
+	for _, l := range p.Launches {
+		args = append(args, l.Execution, l.Epoch)
+	}
+	args = append(args, p.Owner, string(storage.ExecutionRunning), string(storage.ExecutionStopping))
+	rows, err := t.q.QueryContext(ctx, markLaunchedQuery(len(p.Launches)), args...)
+	ids, err := collect(rows, err, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return nil, writeErr(err, "mark launched")
+	}
+	return ids, nil
+}
+
 // ---- declarations ----
 
 func (t *tx) InsertDeclaration(ctx context.Context, d *storage.Declaration) error {

@@ -102,6 +102,31 @@ func (t forgetsLaunchTx) UpdateExecution(ctx context.Context, p *storage.UpdateE
 	return t.Tx.UpdateExecution(ctx, &q)
 }
 
+// marksEveryLaunch marks a launch by its id alone: a superseded epoch,
+// another owner's attempt and a finished one read launched too.
+var marksEveryLaunch = txControl("marks_every_launch", "MarkLaunched marks a launch whatever its epoch, owner or state",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return marksEveryTx{tx} })
+
+type marksEveryTx struct{ storage.Tx }
+
+func (t marksEveryTx) MarkLaunched(ctx context.Context, p *storage.MarkLaunchedParams) ([]string, error) {
+	var out []string
+	for _, l := range p.Launches {
+		cur, err := t.GetExecution(ctx, l.Execution)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if _, err := t.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: cur.ID, Epoch: cur.Epoch, Launched: true, Now: p.Now}); err != nil {
+			return out, err
+		}
+		out = append(out, cur.ID)
+	}
+	return out, nil
+}
+
 var insertSupersedesLive = txControl("insert_supersedes_live", "a second execution of a Work finishes the live one instead of being refused",
 	func(_ storage.Store, tx storage.Tx) storage.Tx { return supersedesTx{tx} })
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -284,6 +285,7 @@ func executionCases() []Case {
 		{Name: "execution_history_filters", Run: plain(executionHistoryFilters), Control: historyIgnoresBinding},
 		{Name: "execution_fence_survives_reopen", Run: executionFenceSurvivesReopen, Control: forgetsEpochsOnReopen},
 		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
+		{Name: "launches_marked_together", Run: plain(launchesMarkedTogether), Control: marksEveryLaunch},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
 		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
@@ -402,6 +404,87 @@ func executionLaunchMarker(ctx context.Context, s storage.Store) error {
 		want(marked.LaunchedEpoch == 1 && marked.Launched(), "a launch marked at epoch 1 reads %d", marked.LaunchedEpoch),
 		want(next.LaunchedEpoch == 1 && !next.Launched(), "a new epoch reads launched at %d (launched %v), want 1 and not launched", next.LaunchedEpoch, next.Launched()),
 		want(same(reread, next), "execution read back = %+v; advanced %+v", reread, next))
+}
+
+// launchesMarkedTogether: MarkLaunched marks, in one call, each launch
+// still at its epoch, held by the owner and running or stopping, and
+// leaves every other one as it was (a stale epoch, another owner's
+// execution, a finished one, an unknown id); the transaction reads its
+// own marks, and nothing at all is asked of an empty set.
+func launchesMarkedTogether(ctx context.Context, s storage.Store) error {
+	ids := []string{"exe_run", "exe_stale", "exe_other", "exe_done", "exe_stop"}
+	for i, id := range ids {
+		if _, err := SeedExecution(ctx, s, fmt.Sprintf("wrk_%d", i+1), id); err != nil {
+			return err
+		}
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: "exe_other", FromEpoch: 1, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(1)}); err != nil {
+			return err
+		}
+		fin, stop := storage.ExecutionFinished, storage.ExecutionStopping
+		res := storage.ResultSucceeded
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_done", Epoch: 1, State: &fin, Result: &res, Now: at(1)}); err != nil {
+			return err
+		}
+		_, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_stop", Epoch: 1, State: &stop, Now: at(1)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	before := map[string]storage.Execution{}
+	for _, id := range ids {
+		if before[id], err = s.GetExecution(ctx, id); err != nil {
+			return err
+		}
+	}
+	var marked, none []string
+	var inTx storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		// Read first, so that a transaction that keeps what it read
+		// must see its own marks over it.
+		if _, err := tx.GetExecution(ctx, "exe_run"); err != nil {
+			return err
+		}
+		var err error
+		if none, err = tx.MarkLaunched(ctx, &storage.MarkLaunchedParams{Owner: "owner-a", Now: at(2)}); err != nil {
+			return err
+		}
+		marked, err = tx.MarkLaunched(ctx, &storage.MarkLaunchedParams{Owner: "owner-a", Now: at(2), Launches: []storage.Launch{
+			{Execution: "exe_run", Epoch: 1}, {Execution: "exe_stale", Epoch: 2}, {Execution: "exe_other", Epoch: 2},
+			{Execution: "exe_done", Epoch: 1}, {Execution: "exe_stop", Epoch: 1}, {Execution: "exe_unknown", Epoch: 1},
+		}})
+		if err != nil {
+			return err
+		}
+		inTx, err = tx.GetExecution(ctx, "exe_run")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(marked)
+	errs := []error{
+		want(len(none) == 0, "an empty set of launches marked %v", none),
+		want(slices.Equal(marked, []string{"exe_run", "exe_stop"}), "marked %v, want exe_run and exe_stop", marked),
+		want(inTx.LaunchedEpoch == 1, "the marking transaction reads exe_run launched at %d, want 1", inTx.LaunchedEpoch),
+	}
+	for _, id := range ids {
+		got, err := s.GetExecution(ctx, id)
+		if err != nil {
+			return err
+		}
+		was := before[id]
+		if id == "exe_run" || id == "exe_stop" {
+			errs = append(errs, want(got.LaunchedEpoch == 1 && got.Launched() && got.Revision == was.Revision+1 && got.UpdatedAt.Equal(at(2)) && got.State == was.State,
+				"%s after its mark = %+v; before %+v", id, got, was))
+			continue
+		}
+		errs = append(errs, want(same(got, was), "%s, not to be marked, reads %+v; before %+v", id, got, was))
+	}
+	return first(errs...)
 }
 
 // executionAdvanceEpochResets: a new epoch has a new owner and lease, no
