@@ -192,7 +192,7 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 	err = c.store.WithTx(ctx, func(tx storage.Tx) error {
 		created, err := c.rt.CreateWorkInTx(ctx, tx, NewWork{
 			ID: req.ID, Scope: req.Scope, Binding: req.Binding, Parent: req.Parent, Keys: req.Keys, Grants: req.Grants,
-			Source: SourceManual, Actor: actor,
+			Source: SourceManual, Actor: actor, InputCreated: req.Input == nil,
 		})
 		if err != nil {
 			return err
@@ -211,6 +211,8 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 			}
 			return recordResult(ctx, tx, out)
 		}
+		// Without an input of its own, the Work's first input is its
+		// core.work.created, queued with it (NewWork.InputCreated).
 		out.Input = created.Created
 		if req.Input != nil {
 			out.Input, err = c.rt.AcceptInTx(ctx, tx, storage.Event{
@@ -220,12 +222,12 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 			if err != nil {
 				return err
 			}
-		}
-		if _, err := c.rt.QueueInputInTx(ctx, tx, created.Work.ID, out.Input.ID); err != nil {
-			return err
-		}
-		if out.Work, err = tx.GetWork(ctx, created.Work.ID); err != nil {
-			return err
+			if _, err := c.rt.QueueInputInTx(ctx, tx, created.Work.ID, out.Input.ID); err != nil {
+				return err
+			}
+			if out.Work, err = tx.GetWork(ctx, created.Work.ID); err != nil {
+				return err
+			}
 		}
 		return recordResult(ctx, tx, out)
 	})

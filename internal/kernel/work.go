@@ -75,6 +75,9 @@ type NewWork struct {
 	CreatedEventID string
 	// Input, when set, is an accepted event queued as the first input.
 	Input string
+	// InputCreated queues the Work's own core.work.created as its first
+	// input (Input is not used then).
+	InputCreated bool
 }
 
 // WorkCreated is a created (or, on a retried request, the existing) Work.
@@ -152,24 +155,20 @@ func (r *Runtime) CreateWorkInTx(ctx context.Context, tx storage.Tx, nw NewWork)
 	if err != nil {
 		return WorkCreated{}, err
 	}
-	now := r.clock.Now()
+	input := nw.Input
+	if nw.InputCreated {
+		input = created.ID
+	}
+	// The first input goes in with the Work (InsertWorkParams.Input).
 	w, err := tx.InsertWork(ctx, &storage.InsertWorkParams{
 		ID: nw.ID, Scope: nw.Scope, Binding: nw.Binding, State: storage.WorkReady, Parent: nw.Parent,
-		CreatedEvent: created.ID, Grants: nonNil(nw.Grants), CreatedAt: now,
+		CreatedEvent: created.ID, Grants: nonNil(nw.Grants), CreatedAt: r.clock.Now(), Input: input,
 	})
 	if err != nil {
 		return WorkCreated{}, err
 	}
 	if err := r.acquireKeys(ctx, tx, w, keys); err != nil {
 		return WorkCreated{}, err
-	}
-	if nw.Input != "" {
-		if _, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: w.ID, Event: nw.Input, At: now}); err != nil {
-			return WorkCreated{}, err
-		}
-		if w, err = tx.GetWork(ctx, w.ID); err != nil {
-			return WorkCreated{}, err
-		}
 	}
 	return WorkCreated{Work: w, Created: created}, nil
 }

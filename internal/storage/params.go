@@ -123,6 +123,11 @@ type InsertWorkParams struct {
 	CreatedEvent string
 	Grants       []string
 	CreatedAt    time.Time
+	// Input, when set, is an accepted event queued as the Work's first
+	// input (position 1, at CreatedAt) by the same write: the Work comes
+	// back with an InputCount of 1, as InsertWork then QueueInput would
+	// leave it, but for its revision.
+	Input string
 }
 
 // UpdateWorkParams changes a Work. Nil fields are left as they are.

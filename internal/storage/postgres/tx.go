@@ -169,9 +169,19 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", p.State)
 	}
-	w, err := scanWork(t.q.queryRow(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+workCols,
-		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt)))
+	query := `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + workCols
+	args := []any{p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), 0, ts(p.CreatedAt), ts(p.CreatedAt)}
+	if p.Input != "" {
+		// The first input in the same statement: it is inserted only when
+		// the Work is (PostgreSQL runs every data-modifying WITH once).
+		args[7] = 1
+		query = `WITH w AS (` + query + `),
+			i AS (INSERT INTO work_inputs (work, position, event, queued_at) SELECT id, 1, ?, ? FROM w)
+			SELECT ` + workCols + ` FROM w`
+		args = append(args, p.Input, ts(p.CreatedAt))
+	}
+	w, err := scanWork(t.q.queryRow(ctx, query, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
 	}

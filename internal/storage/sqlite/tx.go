@@ -178,14 +178,26 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("sqlite: work state %q is not valid", p.State)
 	}
-	w, err := scanWork(t.q.QueryRowContext(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+workCols,
-		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), ts(p.CreatedAt), ts(p.CreatedAt)))
+	var count int64
+	if p.Input != "" {
+		count = 1
+	}
+	w, err := scanWork(t.q.QueryRowContext(ctx, `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+workCols,
+		p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), count, ts(p.CreatedAt), ts(p.CreatedAt)))
 	if errors.Is(err, errNoRows) {
 		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
 	}
 	if err != nil {
 		return storage.Work{}, writeErr(err, "insert work")
+	}
+	if p.Input != "" {
+		// A new Work has no inputs: its first is position 1, written
+		// without reading or counting anything.
+		if _, err := t.q.ExecContext(ctx, `INSERT INTO work_inputs (work, position, event, queued_at) VALUES (?, 1, ?, ?)`,
+			p.ID, p.Input, ts(p.CreatedAt)); err != nil {
+			return storage.Work{}, writeErr(err, "queue input")
+		}
 	}
 	t.rows.KeepWork(w)
 	return w, nil

@@ -187,3 +187,15 @@ func (s forgetsKeys) GetKeyOwner(_ context.Context, _, key string) (storage.Work
 }
 
 func (s forgetsKeys) ListWorkKeys(context.Context, string) ([]string, error) { return []string{}, nil }
+
+// insertDropsInput inserts a Work without the first input it was given.
+var insertDropsInput = txControl("insert_drops_input", "InsertWork ignores the first input it is given",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return dropsInputTx{tx} })
+
+type dropsInputTx struct{ storage.Tx }
+
+func (t dropsInputTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+	q := *p
+	q.Input = ""
+	return t.Tx.InsertWork(ctx, &q)
+}

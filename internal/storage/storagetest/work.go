@@ -238,6 +238,67 @@ func inputsQueueOnce(ctx context.Context, s storage.Store) error {
 	})
 }
 
+// workInsertedWithInput: a Work inserted with its first input has it at
+// position 1 and counts it, inside the transaction and after it; later
+// inputs follow at 2, the same event again is not queued twice, and a
+// refused insert (the id taken) queues nothing.
+func workInsertedWithInput(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_taken"); err != nil {
+		return err
+	}
+	var made, inTx storage.Work
+	var again []storage.Input
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		for _, id := range []string{"evt_first", "evt_second"} {
+			if _, err := insertEvent(ctx, tx, id, nil); err != nil {
+				return err
+			}
+		}
+		var err error
+		made, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_in", Scope: "s1", Binding: "b1", State: storage.WorkReady,
+			CreatedEvent: "evt_first", CreatedAt: at(1), Input: "evt_first"})
+		if err != nil {
+			return err
+		}
+		if inTx, err = tx.GetWork(ctx, "wrk_in"); err != nil {
+			return err
+		}
+		for _, id := range []string{"evt_second", "evt_first"} {
+			in, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_in", Event: id, At: at(2)})
+			if err != nil {
+				return err
+			}
+			again = append(again, in)
+		}
+		_, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_taken", Scope: "s1", Binding: "b1", State: storage.WorkReady,
+			CreatedEvent: "evt_second", CreatedAt: at(1), Input: "evt_second"})
+		return wantErr(err, storage.ErrDuplicate, "a Work inserted with an input under a taken id")
+	})
+	if err != nil {
+		return err
+	}
+	ins, err := s.ListInputs(ctx, &storage.ListInputsParams{Work: "wrk_in"})
+	if err != nil {
+		return err
+	}
+	taken, err := s.ListInputs(ctx, &storage.ListInputsParams{Work: "wrk_taken"})
+	if err != nil {
+		return err
+	}
+	after, err := s.GetWork(ctx, "wrk_in")
+	if err != nil {
+		return err
+	}
+	return first(
+		want(made.InputCount == 1 && inTx.InputCount == 1, "a Work inserted with an input counts %d (read in its transaction: %d), want 1", made.InputCount, inTx.InputCount),
+		want(len(ins) == 2 && ins[0].Position == 1 && ins[0].Event == "evt_first" && ins[0].QueuedAt.Equal(at(1)) && ins[1].Position == 2 && ins[1].Event == "evt_second",
+			"inputs %+v, want evt_first at 1 (queued at its creation) and evt_second at 2", ins),
+		want(len(again) == 2 && again[0].Position == 2 && again[1].Position == 1, "queued after the insert: %+v, want evt_second at 2 and evt_first found at 1", again),
+		want(after.InputCount == 2, "input count after the transaction = %d, want 2", after.InputCount),
+		want(len(taken) == 0, "a refused insert queued %+v", taken),
+	)
+}
+
 func workCases() []Case {
 	return []Case{
 		{Name: "work_round_trip", Run: plain(workRoundTrip), Control: updateWorkZeroesNilFields},
@@ -248,6 +309,7 @@ func workCases() []Case {
 		{Name: "work_claimable", Run: plain(workClaimable), Control: claimableIgnoresHolds},
 		{Name: "work_count", Run: plain(workCount), Control: countWorkIgnoresStates},
 		{Name: "inputs_queue_once", Run: plain(inputsQueueOnce), Control: refusesRepeatedInput},
+		{Name: "work_inserted_with_input", Run: plain(workInsertedWithInput), Control: insertDropsInput},
 		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
 		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
 	}
