@@ -82,6 +82,19 @@ func (t *txLogTx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutio
 	return e, err
 }
 
+// GetCallGuard shows a fenced execution at the next epoch, as the fenced
+// update sees it.
+func (t *txLogTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	g, err := t.Tx.GetCallGuard(ctx, id)
+	t.l.mu.Lock()
+	fence := t.l.fenceExe[id]
+	t.l.mu.Unlock()
+	if fence {
+		g.Execution.Epoch++
+	}
+	return g, err
+}
+
 func (l *txLog) snapshot() (inserted, finished [][]string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

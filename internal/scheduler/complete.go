@@ -175,9 +175,24 @@ func (s *Scheduler) completeSteps(ctx context.Context, tx storage.Tx, c *complet
 	if c.observed {
 		exit = &c.res.ExitCode
 	}
-	exe, stopping, err := s.fence(ctx, tx, c.executionID, c.epoch)
-	if err != nil {
+	// One read says whether this is still the live epoch, whether the
+	// segment declared, and brings its Work (kept for the steps below).
+	// A running attempt of this owner at the epoch, the usual case, goes
+	// on from it: every path below writes the execution fenced as the
+	// fence would (apply's first write is the execution's own, at its
+	// epoch, by this owner), and a batch runs alone on either engine, so
+	// nothing changes it between this read and that write. Anything else
+	// takes the fence.
+	g, err := tx.GetCallGuard(ctx, c.executionID)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
+	}
+	live := err == nil && liveAttempt(g.Execution, c.epoch, s.o.Owner)
+	exe, stopping := g.Execution, false
+	if !live {
+		if exe, stopping, err = s.fence(ctx, tx, c.executionID, c.epoch); err != nil {
+			return err
+		}
 	}
 	if c.observed {
 		if exe, err = s.recordAgent(ctx, tx, exe, c.res); err != nil {
@@ -190,14 +205,20 @@ func (s *Scheduler) completeSteps(ctx context.Context, tx storage.Tx, c *complet
 	if err := s.commitArtifacts(ctx, tx, exe, c.staged); err != nil {
 		return err
 	}
-	// One read says whether the segment declared and brings its Work
-	// (kept for the steps below), where apply would read the
-	// declaration and then the Work.
-	g, err := tx.GetCallGuard(ctx, exe.ID)
-	if err != nil {
-		return err
+	if !live {
+		// The fence wrote the execution: read the guard after it.
+		if g, err = tx.GetCallGuard(ctx, exe.ID); err != nil {
+			return err
+		}
+		exe = g.Execution
 	}
-	return s.apply(ctx, tx, g.Execution, c.res, exit, g.Declared)
+	return s.apply(ctx, tx, exe, c.res, exit, g.Declared)
+}
+
+// liveAttempt reports whether exe is running at epoch and held by owner
+// ("" for any), the condition of the fence's update.
+func liveAttempt(exe storage.Execution, epoch int64, owner string) bool {
+	return exe.State == storage.ExecutionRunning && exe.Epoch == epoch && (owner == "" || exe.Owner == owner)
 }
 
 // logOutcome says at INFO, once the completion committed, what became of
@@ -245,10 +266,11 @@ func (s *Scheduler) logOutcome(ctx context.Context, c *completion) {
 // (kernel.ErrStaleEpoch when that is not the live epoch: nothing after
 // runs then), or kernel.ErrExecutionNotFound.
 //
-// The fenced update comes first: it is the answer for a running attempt,
-// the usual case, in one statement. Only when it finds nothing to change
-// is the execution read, to tell a stopping attempt (or a missing
-// execution) from a stale epoch.
+// completeSteps takes it only when its guard read does not show the live
+// attempt (the usual case needs no fence of its own: see there). Its
+// fenced update comes first; only when it finds nothing to change is the
+// execution read, to tell a stopping attempt (or a missing execution)
+// from a stale epoch.
 func (s *Scheduler) fence(ctx context.Context, tx storage.Tx, executionID string, epoch int64) (storage.Execution, bool, error) {
 	// The fence: nothing below runs unless this is the live epoch.
 	exe, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,5 +287,76 @@ func TestCompleteStepApplyWait(t *testing.T) {
 				t.Fatalf("after the wait applied the declaration is still pending (%v)", err)
 			}
 		})
+	}
+}
+
+// writeCounter counts, per execution, the updates its transactions make.
+type writeCounter struct {
+	storage.Store
+	mu      sync.Mutex
+	updates map[string]int
+}
+
+func (w *writeCounter) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return w.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(writeCountTx{Tx: tx, w: w}) })
+}
+
+type writeCountTx struct {
+	storage.Tx
+	w *writeCounter
+}
+
+func (t writeCountTx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionParams) (storage.Execution, error) {
+	t.w.mu.Lock()
+	t.w.updates[p.ID]++
+	t.w.mu.Unlock()
+	return t.Tx.UpdateExecution(ctx, p)
+}
+
+// A live attempt's completion is fenced by its own write of the
+// execution: one update (finished), where the fence's update came first
+// before; a superseded attempt's result still changes nothing.
+func TestLiveCompletionWritesItsExecutionOnce(t *testing.T) {
+	var wc *writeCounter
+	h := buildHarness(t, t.TempDir(), nil, func(s storage.Store) storage.Store {
+		wc = &writeCounter{Store: s, updates: map[string]int{}}
+		return wc
+	})
+	t.Cleanup(h.close)
+	w := h.create("b1")
+	h.tick()
+	seg := h.plain.Next(t)
+	wc.mu.Lock()
+	clear(wc.updates)
+	wc.mu.Unlock()
+	h.finish(seg, executor.Result{Outcome: executor.Succeeded})
+	wc.mu.Lock()
+	n := wc.updates[seg.Req.ExecutionID]
+	wc.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the completion updated its execution %d times, want once", n)
+	}
+	if got := h.work(w.ID); got.State != storage.WorkSucceeded {
+		t.Fatalf("Work is %s, want succeeded", got.State)
+	}
+
+	// Superseded between its end and its completion: another owner's
+	// epoch 2 stays as it is.
+	other := h.create("b1")
+	h.tick()
+	seg = h.plain.Next(t)
+	if err := h.inTx(func(ctx context.Context, tx storage.Tx) error {
+		_, err := tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: seg.Req.ExecutionID, FromEpoch: seg.Req.Epoch,
+			FromStates: []storage.ExecutionState{storage.ExecutionRunning}, Owner: "daemon-2", LeaseExpiresAt: t0.Add(time.Hour), Now: t0})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.finish(seg, executor.Result{Outcome: executor.Succeeded})
+	if e := h.execution(seg.Req.ExecutionID); e.State != storage.ExecutionRunning || e.Epoch != 2 || e.Owner != "daemon-2" {
+		t.Fatalf("the superseded execution reads %+v, want epoch 2 of daemon-2, running", e)
+	}
+	if got := h.work(other.ID); got.State.Terminal() {
+		t.Fatalf("a superseded attempt's result finished its Work: %s", got.State)
 	}
 }
