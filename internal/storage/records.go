@@ -287,6 +287,12 @@ type CallGuard struct {
 	// LatestGeneration is the number of the highest committed
 	// configuration generation (LatestGeneration's), 0 before the first.
 	LatestGeneration int64
+	// ActiveWait: the Work has an active wait (GetActiveWait would return
+	// it).
+	ActiveWait bool
+	// LiveTokens: the execution has a token that is not revoked yet,
+	// expired or not (RevokeTokens of the execution would revoke it).
+	LiveTokens bool
 }
 
 // WaitState is the lifecycle state of a Wait.

@@ -41,20 +41,33 @@ type TxRows struct {
 	// (KeepWrittenWork): it holds them locked to its end on an engine
 	// that locks rows, and they are current.
 	written map[string]bool
+	// noWait and noTokens are what a guard read found absent (see
+	// ReadCallGuard): the Work ids without an active wait, the execution
+	// ids without a token not yet revoked. Each is forgotten, like a
+	// kept row, at a statement that may change its table (waits,
+	// toolbelt_tokens).
+	noWait   map[string]bool
+	noTokens map[string]bool
 }
 
 // Statement is told every statement the transaction runs, before it runs.
 func (c *TxRows) Statement(query string) {
-	if len(c.work) == 0 && len(c.execs) == 0 {
+	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 {
 		return
 	}
-	work, execs := touches(query)
-	if work {
+	t := touches(query)
+	if t&touchWork != 0 {
 		clear(c.work)
 		clear(c.written)
 	}
-	if execs {
+	if t&touchExecs != 0 {
 		clear(c.execs)
+	}
+	if t&touchWaits != 0 {
+		clear(c.noWait)
+	}
+	if t&touchTokens != 0 {
+		clear(c.noTokens)
 	}
 }
 
@@ -96,44 +109,59 @@ func (k *kept[T]) read(ctx context.Context, id string, read func(context.Context
 // It stops learning past maxTouched texts, so that a store that built
 // statements without bound would still not grow it without bound.
 var (
-	touched      sync.Map // query → [2]bool
+	touched      sync.Map // query → tables
 	touchedCount atomic.Int64
 )
 
 const maxTouched = 4096
 
-// touches reports whether query may change rows of the work table and of
-// the executions table: the tables it inserts into, updates or deletes
-// from (in a WITH too), the tables it reads when it locks rows (… FOR
-// UPDATE), and both for a statement of any other kind.
-func touches(query string) (work, execs bool) {
+// tables is a set of the tables whose rows a TxRows keeps or knows absent.
+type tables uint8
+
+const (
+	touchWork tables = 1 << iota
+	touchExecs
+	touchWaits
+	touchTokens
+
+	touchAll = touchWork | touchExecs | touchWaits | touchTokens
+)
+
+// touches reports which of the tables a TxRows knows of query may change:
+// the tables it inserts into, updates or deletes from (in a WITH too), the
+// tables it reads when it locks rows (… FOR UPDATE), and all of them for a
+// statement of any other kind.
+func touches(query string) tables {
 	if v, ok := touched.Load(query); ok {
-		t := v.([2]bool)
-		return t[0], t[1]
+		return v.(tables)
 	}
-	work, execs = readTouches(query)
+	t := readTouches(query)
 	if touchedCount.Load() < maxTouched {
-		if _, had := touched.LoadOrStore(query, [2]bool{work, execs}); !had {
+		if _, had := touched.LoadOrStore(query, t); !had {
 			touchedCount.Add(1)
 		}
 	}
-	return work, execs
+	return t
 }
 
-func readTouches(query string) (work, execs bool) {
+func readTouches(query string) (t tables) {
 	next := words(query)
 	first := next()
 	switch strings.ToUpper(first) {
 	case "SELECT", "WITH", "INSERT", "UPDATE", "DELETE":
 	default:
-		return true, true
+		return touchAll
 	}
 	changes := func(table string) {
 		switch strings.ToLower(table) {
 		case "work":
-			work = true
+			t |= touchWork
 		case "executions":
-			execs = true
+			t |= touchExecs
+		case "waits", "wait_keys":
+			t |= touchWaits
+		case "toolbelt_tokens":
+			t |= touchTokens
 		}
 	}
 	var before, prev string
@@ -157,7 +185,7 @@ func readTouches(query string) (work, execs bool) {
 			changes(w)
 		}
 	}
-	return work, execs
+	return t
 }
 
 // words returns a function that gives the words of query one at a time
@@ -241,9 +269,33 @@ func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read fun
 	if err == nil {
 		c.KeepExecution(g.Execution)
 		c.KeepWork(g.Work)
+		mark(&c.noWait, g.Work.ID, !g.ActiveWait)
+		mark(&c.noTokens, g.Execution.ID, !g.LiveTokens)
 	}
 	return g, err
 }
+
+// mark sets or clears id in the set *m.
+func mark(m *map[string]bool, id string, on bool) {
+	if !on {
+		delete(*m, id)
+		return
+	}
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[id] = true
+}
+
+// NoActiveWait reports whether the transaction knows, from a guard read
+// that nothing it ran since can have changed, that the Work has no active
+// wait: its GetActiveWait needs no statement.
+func (c *TxRows) NoActiveWait(workID string) bool { return c.noWait[workID] }
+
+// NoLiveTokens reports whether the transaction knows, likewise, that the
+// execution has no token left to revoke: revoking its tokens needs no
+// statement.
+func (c *TxRows) NoLiveTokens(executionID string) bool { return c.noTokens[executionID] }
 
 // ReadEvent is a transaction's GetEvent: the kept event, else read's,
 // kept.

@@ -110,3 +110,44 @@ func TestTxRowsWrittenWork(t *testing.T) {
 		t.Fatal("a row read again after a write is handed out as written")
 	}
 }
+
+// What a guard read found absent (no active wait, no token to revoke) is
+// known until a statement may change the waits or the tokens.
+func TestTxRowsKnowsWhatTheGuardFoundAbsent(t *testing.T) {
+	guard := func(wait, tokens bool) func(context.Context, string) (CallGuard, error) {
+		return func(context.Context, string) (CallGuard, error) {
+			return CallGuard{Execution: Execution{ID: "exe_1", Work: "wrk_1"}, Work: Work{ID: "wrk_1"}, ActiveWait: wait, LiveTokens: tokens}, nil
+		}
+	}
+	for query, want := range map[string][2]bool{
+		"UPDATE executions SET state = ? WHERE id = ?":                  {true, true},
+		"UPDATE work_keys SET released_at = ? WHERE work = ?":           {true, true},
+		"INSERT INTO waits (id) VALUES (?)":                             {false, true},
+		"DELETE FROM wait_keys WHERE wait = ?":                          {false, true},
+		"UPDATE waits SET state = ? WHERE id = ? AND state = 'active'":  {false, true},
+		"INSERT INTO toolbelt_tokens (id) VALUES (?)":                   {true, false},
+		"UPDATE toolbelt_tokens SET revoked_at = ? WHERE id = ?":        {true, false},
+		"SELECT id FROM toolbelt_tokens WHERE execution = ? FOR UPDATE": {true, false},
+		"SAVEPOINT member": {false, false},
+		"SELECT id FROM waits w JOIN wait_keys k ON k.wait = w.id WHERE key = ?": {true, true},
+	} {
+		var c TxRows
+		if _, err := c.ReadCallGuard(context.Background(), "exe_1", guard(false, false)); err != nil {
+			t.Fatal(err)
+		}
+		c.Statement(query)
+		if got := [2]bool{c.NoActiveWait("wrk_1"), c.NoLiveTokens("exe_1")}; got != want {
+			t.Errorf("after %q: no active wait %v, no live tokens %v; want %v, %v", query, got[0], got[1], want[0], want[1])
+		}
+	}
+	var c TxRows
+	if _, err := c.ReadCallGuard(context.Background(), "exe_1", guard(false, false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadCallGuard(context.Background(), "exe_1", guard(true, true)); err != nil {
+		t.Fatal(err)
+	}
+	if c.NoActiveWait("wrk_1") || c.NoLiveTokens("exe_1") || c.NoActiveWait("wrk_2") {
+		t.Fatalf("a later guard read that found a wait and a token, or another Work, still reads as absent")
+	}
+}

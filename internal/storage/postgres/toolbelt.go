@@ -119,6 +119,10 @@ func (t *tx) RevokeTokens(ctx context.Context, p *storage.RevokeTokensParams) (i
 	case p.ID != "":
 		w.add("id = ?", p.ID)
 	case p.Execution != "":
+		if t.q.turn.rows.NoLiveTokens(p.Execution) {
+			// The transaction's guard read found none to revoke.
+			return 0, nil
+		}
 		w.add("execution = ?", p.Execution)
 		if p.BelowEpoch > 0 {
 			w.add("epoch < ?", p.BelowEpoch)

@@ -39,6 +39,8 @@ func TestQueryPlans(t *testing.T) {
 		{"an active credential by name", `SELECT id FROM operator_credentials WHERE name = ? AND revoked_at = 0`, "INDEX operator_credentials_active (name=?)"},
 		{"the leases held by an owner", `SELECT COUNT(*) FROM executions WHERE owner = ? AND state IN ('running', 'stopping')`, "INDEX executions_owner (owner=? AND state=?)"},
 		{"a toolbelt call's guard (its pending declaration)", sqlite.CallGuardQueryForTest, "INDEX declarations_pending (execution=?)"},
+		{"a toolbelt call's guard (its Work's active wait)", sqlite.CallGuardQueryForTest, "INDEX waits_active (work=?)"},
+		{"a toolbelt call's guard (its tokens)", sqlite.CallGuardQueryForTest, "INDEX toolbelt_tokens_execution (execution=?)"},
 		{"the launch marks of a round", sqlite.MarkLaunchedQueryForTest(3), "MULTI-INDEX OR"},
 	} {
 		var plan []string

@@ -63,6 +63,16 @@ func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.Call
 	return t.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
 }
 
+// GetActiveWait is the transaction's read of a Work's active wait: none,
+// without a statement, when the transaction's guard read found none and
+// nothing since changed the waits (TxRows.NoActiveWait).
+func (t *tx) GetActiveWait(ctx context.Context, workID string) (storage.Wait, error) {
+	if t.rows.NoActiveWait(workID) {
+		return storage.Wait{}, fmt.Errorf("%w: active wait of work %s", storage.ErrNotFound, workID)
+	}
+	return t.queries.GetActiveWait(ctx, workID)
+}
+
 var (
 	_ storage.Tx     = (*tx)(nil)
 	_ storage.Keeper = (*tx)(nil)
@@ -568,18 +578,22 @@ func (q queries) GetPendingDeclaration(ctx context.Context, executionID string) 
 
 // callGuardQuery is GetCallGuard's one statement: the execution joined
 // to its Work (by its primary key), whether it has a pending declaration
-// (the partial index declarations_pending) and the latest generation's
-// number (the last key of config_generations).
+// (the partial index declarations_pending), the latest generation's
+// number (the last key of config_generations), whether its Work has an
+// active wait (waits_active) and whether it has a token not yet revoked
+// (toolbelt_tokens_execution).
 var callGuardQuery = `SELECT ` + prefixed("e.", execCols) + `, ` + prefixed("w.", workCols) + `,
 	EXISTS (SELECT 1 FROM declarations d WHERE d.execution = e.id AND d.applied_at IS NULL),
-	COALESCE((SELECT MAX(number) FROM config_generations), 0)
+	COALESCE((SELECT MAX(number) FROM config_generations), 0),
+	EXISTS (SELECT 1 FROM waits a WHERE a.work = w.id AND a.state = 'active'),
+	EXISTS (SELECT 1 FROM toolbelt_tokens t WHERE t.execution = e.id AND t.revoked_at = 0)
 	FROM executions e JOIN work w ON w.id = e.work WHERE e.id = ?`
 
 func (q queries) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
 	var g storage.CallGuard
 	var e execRow
 	var w workRow
-	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration)
+	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration, &g.ActiveWait, &g.LiveTokens)
 	if err := one(q.q.QueryRowContext(ctx, callGuardQuery, executionID).Scan(dest...), "execution", executionID); err != nil {
 		return g, err
 	}

@@ -790,6 +790,19 @@ func guardByReads(ctx context.Context, r storage.Reader, exeID string) (storage.
 	case !errors.Is(err, storage.ErrNotFound):
 		return g, err
 	}
+	switch _, err := r.GetActiveWait(ctx, g.Work.ID); {
+	case err == nil:
+		g.ActiveWait = true
+	case !errors.Is(err, storage.ErrNotFound):
+		return g, err
+	}
+	toks, err := r.ListExecutionTokens(ctx, exeID)
+	if err != nil {
+		return g, err
+	}
+	for _, t := range toks {
+		g.LiveTokens = g.LiveTokens || !t.Revoked()
+	}
 	return g, nil
 }
 
@@ -894,7 +907,35 @@ func callGuardAgreesWithReads(ctx context.Context, s storage.Store) error {
 			return err
 		}
 	}
-	if err := updateWork(ctx, s, e.Work, storage.WorkSucceeded, 5); err != nil {
+	// A wait of its Work and a token of its execution, then neither.
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.InsertWait(ctx, &storage.InsertWaitParams{ID: "wat_1", Work: e.Work, Scope: "s1", Execution: e.ID, Epoch: 1,
+			Registration: "reg_1", Types: []string{"a.b"}, CreatedAt: at(5)}); err != nil {
+			return err
+		}
+		return tx.InsertToken(ctx, token("tok_1", e.ID, 1))
+	}); err != nil {
+		return err
+	}
+	if err := checkGuardBoth(ctx, s, e.ID, "with a wait and a token", false, 2, storage.WorkRunning); err != nil {
+		return err
+	}
+	if g, err := s.GetCallGuard(ctx, e.ID); err != nil || !g.ActiveWait || !g.LiveTokens {
+		return fmt.Errorf("the call guard with a wait and a token says active wait %v, live tokens %v (%v), want both", g.ActiveWait, g.LiveTokens, err)
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.UpdateWait(ctx, &storage.UpdateWaitParams{ID: "wat_1", State: storage.WaitCancelled, Now: at(6)}); err != nil {
+			return err
+		}
+		_, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{ID: "tok_1", At: at(6)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := checkGuardBoth(ctx, s, e.ID, "once the wait ended and the token was revoked", false, 2, storage.WorkRunning); err != nil {
+		return err
+	}
+	if err := updateWork(ctx, s, e.Work, storage.WorkSucceeded, 7); err != nil {
 		return err
 	}
 	if err := finish(ctx, s, e.ID, 1); err != nil {
@@ -918,6 +959,30 @@ func callGuardSeesTxWrites(ctx context.Context, s storage.Store) error {
 	return s.WithTx(ctx, func(tx storage.Tx) error {
 		before, err := tx.GetCallGuard(ctx, e.ID)
 		if err != nil {
+			return err
+		}
+		// What the guard found absent, written after it: the
+		// transaction's reads and revocations see it.
+		if before.ActiveWait || before.LiveTokens {
+			return fmt.Errorf("a new execution's guard says active wait %v, live tokens %v", before.ActiveWait, before.LiveTokens)
+		}
+		if _, err := tx.InsertWait(ctx, &storage.InsertWaitParams{ID: "wat_1", Work: e.Work, Scope: "s1", Execution: e.ID, Epoch: 1,
+			Registration: "reg_1", Types: []string{"a.b"}, CreatedAt: at(2)}); err != nil {
+			return err
+		}
+		if _, err := tx.GetActiveWait(ctx, e.Work); err != nil {
+			return fmt.Errorf("a wait inserted after the call guard read none: %w", err)
+		}
+		if _, err := tx.GetCallGuard(ctx, e.ID); err != nil {
+			return err
+		}
+		if err := tx.InsertToken(ctx, token("tok_1", e.ID, 1)); err != nil {
+			return err
+		}
+		if n, err := tx.RevokeTokens(ctx, &storage.RevokeTokensParams{Execution: e.ID, At: at(2)}); err != nil || n != 1 {
+			return fmt.Errorf("revoking the tokens of the execution after its guard read none revoked %d (%v), want the one inserted since", n, err)
+		}
+		if _, err := tx.UpdateWait(ctx, &storage.UpdateWaitParams{ID: "wat_1", State: storage.WaitCancelled, Now: at(2)}); err != nil {
 			return err
 		}
 		renewed, err := tx.RenewLease(ctx, &storage.RenewLeaseParams{ID: e.ID, Epoch: 1, Owner: "owner-a", ValidAt: at(3), LeaseExpiresAt: at(60)})
