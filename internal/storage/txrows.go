@@ -48,11 +48,15 @@ type TxRows struct {
 	// toolbelt_tokens).
 	noWait   map[string]bool
 	noTokens map[string]bool
+	// unowned are the keys (scope, key) the transaction released itself
+	// (KeepReleasedKeys), forgotten at a statement that may change
+	// work_keys.
+	unowned map[[2]string]bool
 }
 
 // Statement is told every statement the transaction runs, before it runs.
 func (c *TxRows) Statement(query string) {
-	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 {
+	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 && len(c.unowned) == 0 {
 		return
 	}
 	t := touches(query)
@@ -68,6 +72,9 @@ func (c *TxRows) Statement(query string) {
 	}
 	if t&touchTokens != 0 {
 		clear(c.noTokens)
+	}
+	if t&touchKeys != 0 {
+		clear(c.unowned)
 	}
 }
 
@@ -123,8 +130,9 @@ const (
 	touchExecs
 	touchWaits
 	touchTokens
+	touchKeys
 
-	touchAll = touchWork | touchExecs | touchWaits | touchTokens
+	touchAll = touchWork | touchExecs | touchWaits | touchTokens | touchKeys
 )
 
 // touches reports which of the tables a TxRows knows of query may change:
@@ -162,6 +170,8 @@ func readTouches(query string) (t tables) {
 			t |= touchWaits
 		case "toolbelt_tokens":
 			t |= touchTokens
+		case "work_keys":
+			t |= touchKeys
 		}
 	}
 	var before, prev string
@@ -286,6 +296,22 @@ func mark(m *map[string]bool, id string, on bool) {
 	}
 	(*m)[id] = true
 }
+
+// KeepReleasedKeys records keys (scope, key) the transaction has just
+// released: nobody owns them until a statement may change work_keys.
+func (c *TxRows) KeepReleasedKeys(keys [][2]string) {
+	for _, k := range keys {
+		if c.unowned == nil {
+			c.unowned = map[[2]string]bool{}
+		}
+		c.unowned[k] = true
+	}
+}
+
+// KeyUnowned reports whether the transaction released key in scope itself
+// and nothing since may have given it an owner: its GetKeyOwner needs no
+// statement.
+func (c *TxRows) KeyUnowned(scope, key string) bool { return c.unowned[[2]string{scope, key}] }
 
 // NoActiveWait reports whether the transaction knows, from a guard read
 // that nothing it ran since can have changed, that the Work has no active

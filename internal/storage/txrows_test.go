@@ -151,3 +151,27 @@ func TestTxRowsKnowsWhatTheGuardFoundAbsent(t *testing.T) {
 		t.Fatalf("a later guard read that found a wait and a token, or another Work, still reads as absent")
 	}
 }
+
+// A key the transaction released is unowned until a statement may change
+// work_keys; another scope's key of the same name is not.
+func TestTxRowsKnowsTheKeysItReleased(t *testing.T) {
+	for query, want := range map[string]bool{
+		"UPDATE work SET state = ? WHERE id = ?":                                      true,
+		"INSERT INTO events (seq) VALUES (?)":                                         true,
+		"INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)":   false,
+		"UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL": false,
+		"SELECT w.id FROM work_keys k JOIN work w ON w.id = k.work WHERE k.key = ?":   true,
+		"SELECT k.key FROM work_keys k WHERE k.work = ? FOR UPDATE":                   false,
+		"SAVEPOINT member": false,
+	} {
+		var c TxRows
+		c.KeepReleasedKeys([][2]string{{"s1", "wrk_1"}, {"s1", "pr/1"}})
+		c.Statement(query)
+		if got := c.KeyUnowned("s1", "pr/1"); got != want {
+			t.Errorf("after %q: key unowned %v, want %v", query, got, want)
+		}
+		if c.KeyUnowned("s2", "pr/1") {
+			t.Errorf("a key of another scope reads as released")
+		}
+	}
+}

@@ -277,9 +277,29 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 	return fmt.Errorf("%w: key %q is owned by work %s", storage.ErrDuplicate, p.Key, owner)
 }
 
+// ReleaseKeys returns the keys it released and keeps them unowned
+// (TxRows.KeepReleasedKeys): routing the Work's core.work.finished, by
+// its own id, then needs no read of the key's owner.
 func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
-	_, err := t.q.ExecContext(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
-	return writeErr(err, "release keys")
+	rows, err := t.q.QueryContext(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL RETURNING scope, key`, ts(at), workID)
+	keys, err := collect(rows, err, func(r scanner) ([2]string, error) {
+		var k [2]string
+		return k, r.Scan(&k[0], &k[1])
+	})
+	if err != nil {
+		return writeErr(err, "release keys")
+	}
+	t.rows.KeepReleasedKeys(keys)
+	return nil
+}
+
+// GetKeyOwner is the transaction's read of a key's owner: none, without a
+// statement, for a key it released itself (TxRows.KeyUnowned).
+func (t *tx) GetKeyOwner(ctx context.Context, scope, key string) (storage.Work, error) {
+	if t.rows.KeyUnowned(scope, key) {
+		return storage.Work{}, fmt.Errorf("%w: owner of key %s", storage.ErrNotFound, key)
+	}
+	return t.queries.GetKeyOwner(ctx, scope, key)
 }
 
 // QueueInput inserts first, at the Work's next position (the single

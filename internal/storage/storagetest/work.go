@@ -78,8 +78,14 @@ func workKeysExclusive(ctx context.Context, s storage.Store) error {
 		if _, err := tx.GetKeyOwner(ctx, "s1", "pr/1"); !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("a released key still has an owner: %v", err)
 		}
+		if other, err := tx.GetKeyOwner(ctx, "s2", "pr/1"); err != nil || other.ID != "wrk_b" {
+			return fmt.Errorf("after wrk_a released its keys, the owner of pr/1 in s2 = %s, %v; want wrk_b", other.ID, err)
+		}
 		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "pr/1", Work: "wrk_b", At: at(2)}); err != nil {
 			return fmt.Errorf("acquiring a released key: %w", err)
+		}
+		if owner, err := tx.GetKeyOwner(ctx, "s1", "pr/1"); err != nil || owner.ID != "wrk_b" {
+			return fmt.Errorf("owner of pr/1 acquired again after its release = %s, %v; want wrk_b", owner.ID, err)
 		}
 		keys, err = tx.ListWorkKeys(ctx, "wrk_a")
 		if err != nil || len(keys) != 0 {
