@@ -23,6 +23,8 @@ type txLog struct {
 	finished  [][]string
 	fenceWork map[string]bool
 	fenceExe  map[string]bool
+	// claimed is the size of each ClaimWork.
+	claimed []int
 }
 
 type txLogTx struct {
@@ -58,6 +60,22 @@ func (t *txLogTx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (
 		return storage.Work{}, storage.ErrFenced
 	}
 	return t.Tx.UpdateWork(ctx, p)
+}
+
+// ClaimWork does not move a fenced Work, as if it had moved since it was
+// listed.
+func (t *txLogTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	q := *p
+	q.Work = nil
+	t.l.mu.Lock()
+	t.l.claimed = append(t.l.claimed, len(p.Work))
+	for _, w := range p.Work {
+		if !t.l.fenceWork[w.ID] {
+			q.Work = append(q.Work, w)
+		}
+	}
+	t.l.mu.Unlock()
+	return t.Tx.ClaimWork(ctx, &q)
 }
 
 func (t *txLogTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
@@ -130,6 +148,12 @@ func TestRoundClaimsAndCompletesInOneTransaction(t *testing.T) {
 	inserted, _ := l.snapshot()
 	if len(inserted) != 1 || len(inserted[0]) != 4 {
 		t.Fatalf("claims per transaction %v, want the four Work in one", inserted)
+	}
+	l.mu.Lock()
+	claimed := slices.Clone(l.claimed)
+	l.mu.Unlock()
+	if len(claimed) != 1 || claimed[0] != 4 {
+		t.Fatalf("ClaimWork calls of sizes %v, want one of the four Work", claimed)
 	}
 	for range works {
 		seg := h.plain.Next(t)

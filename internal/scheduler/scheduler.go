@@ -385,8 +385,12 @@ func (s *Scheduler) planClaim(ctx context.Context, w storage.Work) (*claimPlan, 
 func (s *Scheduler) claimAll(ctx context.Context, plans []*claimPlan) []*claimPlan {
 	if len(plans) > 1 {
 		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			claimed, err := s.claimWorkInTx(ctx, tx, plans)
+			if err != nil {
+				return err
+			}
 			for _, p := range plans {
-				if err := s.claimInTx(ctx, tx, p); err != nil {
+				if err := s.claimRestInTx(ctx, tx, p, claimed[p.w.ID]); err != nil {
 					return err
 				}
 			}
@@ -417,23 +421,60 @@ func (s *Scheduler) claimAll(ctx context.Context, plans []*claimPlan) []*claimPl
 // execution at epoch 1 or the parked one's next epoch, with its token
 // when the plan issues one.
 func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) error {
+	return s.claimRestInTx(ctx, tx, p, nil)
+}
+
+// claimWorkInTx moves the Work of the round's new attempts to running in
+// one statement (storage.Tx.ClaimWork), by id; a resumed Work counts no
+// attempt and is left to claimRestInTx. storage.ErrFenced when one of them
+// moved since it was listed: the round then claims plan by plan.
+func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan) (map[string]*storage.Work, error) {
+	var list []storage.WorkRevision
+	for _, p := range plans {
+		if !p.resume {
+			list = append(list, storage.WorkRevision{ID: p.w.ID, Revision: p.w.Revision})
+		}
+	}
+	if len(list) < 2 {
+		return nil, nil
+	}
+	ws, err := tx.ClaimWork(ctx, &storage.ClaimWorkParams{Work: list, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) != len(list) {
+		return nil, storage.ErrFenced
+	}
+	out := make(map[string]*storage.Work, len(ws))
+	for i := range ws {
+		out[ws[i].ID] = &ws[i]
+	}
+	return out, nil
+}
+
+// claimRestInTx is claimInTx with the plan's Work already moved to
+// running when cur is not nil (claimWorkInTx).
+func (s *Scheduler) claimRestInTx(ctx context.Context, tx storage.Tx, p *claimPlan, cur *storage.Work) error {
 	w, live := p.w, p.live
 	now, lim := s.now(), s.Limits()
-	running := storage.WorkRunning
-	add := 0
-	if !p.resume {
-		add = 1
+	if cur == nil {
+		running := storage.WorkRunning
+		add := 0
+		if !p.resume {
+			add = 1
+		}
+		moved, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
+			ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
+			InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
+		})
+		if err != nil {
+			return err
+		}
+		if moved.Held() {
+			return storage.ErrFenced
+		}
 	}
-	cur, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
-		ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
-		InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
-	})
-	if err != nil {
-		return err
-	}
-	if cur.Held() {
-		return storage.ErrFenced
-	}
+	var err error
 	deadline := now.Add(lim.AttemptTimeout)
 	kind := kindRun
 	if p.resume {

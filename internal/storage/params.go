@@ -275,6 +275,19 @@ type UpdateExecutionParams struct {
 	Now      time.Time
 }
 
+// ClaimWorkParams is a set of ready Work to start at Now (Tx.ClaimWork),
+// each at the revision it was listed at.
+type ClaimWorkParams struct {
+	Work []WorkRevision
+	Now  time.Time
+}
+
+// WorkRevision is a Work at a revision.
+type WorkRevision struct {
+	ID       string
+	Revision int64
+}
+
 // MarkLaunchedParams is a set of segments handed to their executors at
 // Now by the daemon Owner (Tx.MarkLaunched).
 type MarkLaunchedParams struct {

@@ -177,6 +177,13 @@ type Tx interface {
 	// UpdateWork changes a Work if it is still in one of FromStates (and at
 	// Revision, when given), and bumps its revision; ErrFenced otherwise.
 	UpdateWork(ctx context.Context, p *UpdateWorkParams) (Work, error)
+	// ClaimWork moves, in one statement, each listed Work that is still
+	// ready, not held and at its listed Revision to running: its input
+	// watermark becomes its input count, it counts one more attempt, and
+	// its revision is bumped at Now. It returns the rows it moved, in no
+	// particular order; a Work it did not move (changed since it was
+	// listed, held, not ready, unknown) is left as it was.
+	ClaimWork(ctx context.Context, p *ClaimWorkParams) ([]Work, error)
 	// AcquireKey makes a Work the owner of a key in its scope;
 	// ErrDuplicate when another Work owns it. Owning it already is fine.
 	AcquireKey(ctx context.Context, p *AcquireKeyParams) error

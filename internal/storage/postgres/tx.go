@@ -424,6 +424,31 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
+// ClaimWork is one UPDATE for every listed Work, each matched by its
+// primary key at its revision; the transaction keeps the rows it returns,
+// which it holds locked to its end.
+func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	if len(p.Work) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 1+2*len(p.Work))
+	args = append(args, ts(p.Now))
+	for _, w := range p.Work {
+		args = append(args, w.ID, w.Revision)
+	}
+	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND revision = ?) OR ", len(p.Work)), " OR ")
+	rows, err := t.q.query(ctx, `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
+		WHERE (`+pairs+`) AND state = 'ready' AND blocked_reason = '' RETURNING `+workCols, args...)
+	ws, err := collect(rows, err, scanWork)
+	if err != nil {
+		return nil, writeErr(err, "claim work")
+	}
+	for _, w := range ws {
+		t.q.turn.rows.KeepWrittenWork(w)
+	}
+	return ws, nil
+}
+
 // MarkLaunched is one UPDATE for every launch: each execution matched by
 // its primary key at its epoch (an OR of pairs, which the planner serves
 // from the key; a row-value IN scans the table).

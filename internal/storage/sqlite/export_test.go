@@ -51,3 +51,6 @@ var CallGuardQueryForTest = callGuardQuery
 
 // MarkLaunchedQueryForTest is MarkLaunched's statement for n launches.
 func MarkLaunchedQueryForTest(n int) string { return markLaunchedQuery(n) }
+
+// ClaimWorkQueryForTest is ClaimWork's statement for n Work.
+func ClaimWorkQueryForTest(n int) string { return claimWorkQuery(n) }

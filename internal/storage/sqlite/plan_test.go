@@ -42,6 +42,7 @@ func TestQueryPlans(t *testing.T) {
 		{"a toolbelt call's guard (its Work's active wait)", sqlite.CallGuardQueryForTest, "INDEX waits_active (work=?)"},
 		{"a toolbelt call's guard (its tokens)", sqlite.CallGuardQueryForTest, "INDEX toolbelt_tokens_execution (execution=?)"},
 		{"the launch marks of a round", sqlite.MarkLaunchedQueryForTest(3), "MULTI-INDEX OR"},
+		{"the claims of a round", sqlite.ClaimWorkQueryForTest(3), "MULTI-INDEX OR"},
 	} {
 		var plan []string
 		args := make([]any, strings.Count(c.query, "?"))

@@ -436,6 +436,38 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
 }
 
+// claimWorkQuery claims n Work: each matched by its primary key at its
+// revision, the state and hold kept out of the index choice (unary +), or
+// SQLite would search every ready Work through work_claimable instead
+// (TestQueryPlans holds it).
+func claimWorkQuery(n int) string {
+	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND revision = ?) OR ", n), " OR ")
+	return `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
+		WHERE (` + pairs + `) AND +state = 'ready' AND +blocked_reason = '' RETURNING ` + workCols
+}
+
+// ClaimWork is one UPDATE for every listed Work (claimWorkQuery); the
+// transaction keeps the rows it returns.
+func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	if len(p.Work) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 1+2*len(p.Work))
+	args = append(args, ts(p.Now))
+	for _, w := range p.Work {
+		args = append(args, w.ID, w.Revision)
+	}
+	rows, err := t.q.QueryContext(ctx, claimWorkQuery(len(p.Work)), args...)
+	ws, err := collect(rows, err, scanWork)
+	if err != nil {
+		return nil, writeErr(err, "claim work")
+	}
+	for _, w := range ws {
+		t.rows.KeepWork(w)
+	}
+	return ws, nil
+}
+
 // markLaunchedQuery marks n launches: each execution matched by its
 // primary key at its epoch, an OR of pairs that SQLite serves from the key
 // (a row-value IN over VALUES scans the table), the owner and state kept

@@ -199,3 +199,30 @@ func (t dropsInputTx) InsertWork(ctx context.Context, p *storage.InsertWorkParam
 	q.Input = ""
 	return t.Tx.InsertWork(ctx, &q)
 }
+
+// claimsPastRevision claims a Work whatever became of it since it was
+// listed: a changed, held or running Work is moved too.
+var claimsPastRevision = txControl("claims_past_revision", "ClaimWork moves a Work whatever its revision, hold or state",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return claimsPastTx{tx} })
+
+type claimsPastTx struct{ storage.Tx }
+
+func (t claimsPastTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	var out []storage.Work
+	running := storage.WorkRunning
+	for _, l := range p.Work {
+		cur, err := t.GetWork(ctx, l.ID)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		w, err := t.UpdateWork(ctx, &storage.UpdateWorkParams{ID: l.ID, State: &running, InputWatermark: &cur.InputCount, AddAttempts: 1, Now: p.Now})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}

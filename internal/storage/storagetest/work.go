@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
 )
@@ -305,6 +306,104 @@ func workInsertedWithInput(ctx context.Context, s storage.Store) error {
 	)
 }
 
+// workClaimedTogether: ClaimWork moves, in one call, each Work still
+// ready, unheld and at its listed revision to running (watermark at its
+// input count, one more attempt, revision bumped), returns those, leaves
+// the others as they were (a revision that moved, a held Work, one
+// running, an unknown id), and the transaction reads what it moved.
+func workClaimedTogether(ctx context.Context, s storage.Store) error {
+	ids := []string{"wrk_go", "wrk_moved", "wrk_held", "wrk_running", "wrk_also"}
+	seeded := map[string]storage.Work{}
+	for _, id := range ids {
+		w, err := SeedWork(ctx, s, id)
+		if err != nil {
+			return err
+		}
+		seeded[id] = w
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_in", nil); err != nil {
+			return err
+		}
+		if _, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_go", Event: "evt_in", At: at(1)}); err != nil {
+			return err
+		}
+		held, running := "held_by_test", storage.WorkRunning
+		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_held", BlockedReason: &held, Now: at(1)}); err != nil {
+			return err
+		}
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_running", State: &running, Now: at(1)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	listed := map[string]storage.Work{}
+	for _, id := range ids {
+		if listed[id], err = s.GetWork(ctx, id); err != nil {
+			return err
+		}
+	}
+	// wrk_moved changes after it was listed.
+	if err := updateWork(ctx, s, "wrk_moved", storage.WorkReady, 2); err != nil {
+		return err
+	}
+	before := map[string]storage.Work{}
+	for _, id := range ids {
+		if before[id], err = s.GetWork(ctx, id); err != nil {
+			return err
+		}
+	}
+	var claimed, none []storage.Work
+	var inTx storage.Work
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := tx.GetWork(ctx, "wrk_go"); err != nil {
+			return err
+		}
+		var err error
+		if none, err = tx.ClaimWork(ctx, &storage.ClaimWorkParams{Now: at(3)}); err != nil {
+			return err
+		}
+		var list []storage.WorkRevision
+		for _, id := range ids {
+			list = append(list, storage.WorkRevision{ID: id, Revision: listed[id].Revision})
+		}
+		list = append(list, storage.WorkRevision{ID: "wrk_unknown", Revision: 1})
+		if claimed, err = tx.ClaimWork(ctx, &storage.ClaimWorkParams{Work: list, Now: at(3)}); err != nil {
+			return err
+		}
+		inTx, err = tx.GetWork(ctx, "wrk_go")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var got []string
+	for _, w := range claimed {
+		got = append(got, w.ID)
+	}
+	slices.Sort(got)
+	errs := []error{
+		want(len(none) == 0, "an empty claim moved %v", none),
+		want(slices.Equal(got, []string{"wrk_also", "wrk_go"}), "claimed %v, want wrk_also and wrk_go", got),
+		want(inTx.State == storage.WorkRunning, "the claiming transaction reads wrk_go %s, want running", inTx.State),
+	}
+	for _, id := range ids {
+		w, err := s.GetWork(ctx, id)
+		if err != nil {
+			return err
+		}
+		was := before[id]
+		if id == "wrk_go" || id == "wrk_also" {
+			errs = append(errs, want(w.State == storage.WorkRunning && w.Attempts == was.Attempts+1 && w.InputWatermark == was.InputCount &&
+				w.Revision == was.Revision+1 && w.UpdatedAt.Equal(at(3)), "%s after its claim = %+v; before %+v", id, w, was))
+			continue
+		}
+		errs = append(errs, want(same(w, was), "%s, not to be claimed, reads %+v; before %+v", id, w, was))
+	}
+	return first(errs...)
+}
+
 func workCases() []Case {
 	return []Case{
 		{Name: "work_round_trip", Run: plain(workRoundTrip), Control: updateWorkZeroesNilFields},
@@ -316,6 +415,7 @@ func workCases() []Case {
 		{Name: "work_count", Run: plain(workCount), Control: countWorkIgnoresStates},
 		{Name: "inputs_queue_once", Run: plain(inputsQueueOnce), Control: refusesRepeatedInput},
 		{Name: "work_inserted_with_input", Run: plain(workInsertedWithInput), Control: insertDropsInput},
+		{Name: "work_claimed_together", Run: plain(workClaimedTogether), Control: claimsPastRevision},
 		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
 		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
 	}
