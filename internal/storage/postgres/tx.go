@@ -436,9 +436,8 @@ func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]stora
 	for _, w := range p.Work {
 		args = append(args, w.ID, w.Revision)
 	}
-	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND revision = ?) OR ", len(p.Work)), " OR ")
 	rows, err := t.q.query(ctx, `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
-		WHERE (`+pairs+`) AND state = 'ready' AND blocked_reason = '' RETURNING `+workCols, args...)
+		WHERE (`+idPairs(len(p.Work), "revision")+`) AND state = 'ready' AND blocked_reason = '' RETURNING `+workCols, args...)
 	ws, err := collect(rows, err, scanWork)
 	if err != nil {
 		return nil, writeErr(err, "claim work")
@@ -450,21 +449,18 @@ func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]stora
 }
 
 // MarkLaunched is one UPDATE for every launch: each execution matched by
-// its primary key at its epoch (an OR of pairs, which the planner serves
-// from the key; a row-value IN scans the table).
+// its primary key at its epoch (idPairs).
 func (t *tx) MarkLaunched(ctx context.Context, p *storage.MarkLaunchedParams) ([]string, error) {
 	if len(p.Launches) == 0 {
 		return nil, nil
 	}
-	pairs := make([]string, len(p.Launches))
 	args := make([]any, 0, 4+2*len(p.Launches))
 	args = append(args, ts(p.Now), p.Owner, string(storage.ExecutionRunning), string(storage.ExecutionStopping))
-	for i, l := range p.Launches {
-		pairs[i] = "(id = ? AND epoch = ?)"
+	for _, l := range p.Launches {
 		args = append(args, l.Execution, l.Epoch)
 	}
 	rows, err := t.q.query(ctx, `UPDATE executions SET revision = revision + 1, updated_at = ?, launched_epoch = epoch
-		WHERE owner = ? AND state IN (?, ?) AND (`+strings.Join(pairs, " OR ")+`) RETURNING id`, args...)
+		WHERE owner = ? AND state IN (?, ?) AND (`+idPairs(len(p.Launches), "epoch")+`) RETURNING id`, args...)
 	ids, err := collect(rows, err, func(r scanner) (string, error) {
 		var id string
 		return id, r.Scan(&id)

@@ -158,6 +158,13 @@ func writeErr(err error, what string) error {
 	return fmt.Errorf("sqlite: %s: %w", what, err)
 }
 
+// idPairs is the condition of a statement over n rows named by their id
+// and one more column, col: "(id = ? AND col = ?) OR …", an OR the planner
+// serves from the primary key, with 2n arguments, id then col.
+func idPairs(n int, col string) string {
+	return strings.TrimSuffix(strings.Repeat("(id = ? AND "+col+" = ?) OR ", n), " OR ")
+}
+
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }

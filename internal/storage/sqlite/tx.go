@@ -441,9 +441,8 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 // SQLite would search every ready Work through work_claimable instead
 // (TestQueryPlans holds it).
 func claimWorkQuery(n int) string {
-	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND revision = ?) OR ", n), " OR ")
 	return `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
-		WHERE (` + pairs + `) AND +state = 'ready' AND +blocked_reason = '' RETURNING ` + workCols
+		WHERE (` + idPairs(n, "revision") + `) AND +state = 'ready' AND +blocked_reason = '' RETURNING ` + workCols
 }
 
 // ClaimWork is one UPDATE for every listed Work (claimWorkQuery); the
@@ -475,9 +474,8 @@ func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]stora
 // execution of the owner through executions_owner instead; TestQueryPlans
 // holds it.
 func markLaunchedQuery(n int) string {
-	pairs := strings.TrimSuffix(strings.Repeat("(id = ? AND epoch = ?) OR ", n), " OR ")
 	return `UPDATE executions SET revision = revision + 1, updated_at = ?, launched_epoch = epoch
-		WHERE (` + pairs + `) AND +owner = ? AND +state IN (?, ?) RETURNING id`
+		WHERE (` + idPairs(n, "epoch") + `) AND +owner = ? AND +state IN (?, ?) RETURNING id`
 }
 
 // MarkLaunched is one UPDATE for every launch (markLaunchedQuery).
