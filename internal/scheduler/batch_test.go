@@ -23,8 +23,9 @@ type txLog struct {
 	finished  [][]string
 	fenceWork map[string]bool
 	fenceExe  map[string]bool
-	// claimed is the size of each ClaimWork.
-	claimed []int
+	// claimed is the size of each ClaimWork, together that of each
+	// InsertExecutions.
+	claimed, together []int
 }
 
 type txLogTx struct {
@@ -76,6 +77,19 @@ func (t *txLogTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]
 	}
 	t.l.mu.Unlock()
 	return t.Tx.ClaimWork(ctx, &q)
+}
+
+func (t *txLogTx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
+	t.l.mu.Lock()
+	t.l.together = append(t.l.together, len(ps))
+	t.l.mu.Unlock()
+	es, err := t.Tx.InsertExecutions(ctx, ps)
+	if err == nil {
+		for _, e := range es {
+			t.inserted = append(t.inserted, e.Work)
+		}
+	}
+	return es, err
 }
 
 func (t *txLogTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
@@ -150,10 +164,10 @@ func TestRoundClaimsAndCompletesInOneTransaction(t *testing.T) {
 		t.Fatalf("claims per transaction %v, want the four Work in one", inserted)
 	}
 	l.mu.Lock()
-	claimed := slices.Clone(l.claimed)
+	claimed, together := slices.Clone(l.claimed), slices.Clone(l.together)
 	l.mu.Unlock()
-	if len(claimed) != 1 || claimed[0] != 4 {
-		t.Fatalf("ClaimWork calls of sizes %v, want one of the four Work", claimed)
+	if len(claimed) != 1 || claimed[0] != 4 || len(together) != 1 || together[0] != 4 {
+		t.Fatalf("ClaimWork calls of sizes %v and InsertExecutions of %v, want one each of the four Work", claimed, together)
 	}
 	for range works {
 		seg := h.plain.Next(t)

@@ -389,6 +389,9 @@ func (s *Scheduler) claimAll(ctx context.Context, plans []*claimPlan) []*claimPl
 			if err != nil {
 				return err
 			}
+			if err := s.insertExecutionsInTx(ctx, tx, plans, claimed); err != nil {
+				return err
+			}
 			for _, p := range plans {
 				if err := s.claimRestInTx(ctx, tx, p, claimed[p.w.ID]); err != nil {
 					return err
@@ -452,11 +455,62 @@ func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*c
 	return out, nil
 }
 
+// insertExecutionsInTx inserts the new executions of the plans whose Work
+// claimWorkInTx moved (none of them has a parked execution to end first)
+// in one statement (storage.Tx.InsertExecutions), and sets each plan's
+// exe. storage.ErrDuplicate when one was refused: the round then claims
+// plan by plan.
+func (s *Scheduler) insertExecutionsInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan, claimed map[string]*storage.Work) error {
+	var batch []*claimPlan
+	for _, p := range plans {
+		if claimed[p.w.ID] != nil && !p.hasLive {
+			batch = append(batch, p)
+		}
+	}
+	if len(batch) < 2 {
+		return nil
+	}
+	now, lim := s.now(), s.Limits()
+	ps := make([]storage.InsertExecutionParams, len(batch))
+	for i, p := range batch {
+		ps[i] = s.newExecution(p, now, lim)
+	}
+	es, err := tx.InsertExecutions(ctx, ps)
+	if err != nil {
+		return err
+	}
+	if len(es) != len(ps) {
+		return fmt.Errorf("%w: an execution of the round's claims was refused", storage.ErrDuplicate)
+	}
+	byWork := make(map[string]storage.Execution, len(es))
+	for _, e := range es {
+		byWork[e.Work] = e
+	}
+	for _, p := range batch {
+		p.exe = byWork[p.w.ID]
+	}
+	return nil
+}
+
+// newExecution is the new execution of a plan's attempt, claimed at now.
+func (s *Scheduler) newExecution(p *claimPlan, now time.Time, lim Limits) storage.InsertExecutionParams {
+	w := p.w
+	return storage.InsertExecutionParams{
+		ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
+		Generation: p.b.Generation, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease), Deadline: now.Add(lim.AttemptTimeout),
+		InputWatermark: w.InputCount, CreatedAt: now,
+	}
+}
+
 // claimRestInTx is claimInTx with the plan's Work already moved to
-// running when cur is not nil (claimWorkInTx).
+// running when cur is not nil (claimWorkInTx), and its execution already
+// inserted when p.exe is set (insertExecutionsInTx).
 func (s *Scheduler) claimRestInTx(ctx context.Context, tx storage.Tx, p *claimPlan, cur *storage.Work) error {
 	w, live := p.w, p.live
 	now, lim := s.now(), s.Limits()
+	if cur != nil && p.exe.ID != "" {
+		return s.issueInTx(ctx, tx, p, kindRun)
+	}
 	if cur == nil {
 		running := storage.WorkRunning
 		add := 0
@@ -499,16 +553,23 @@ func (s *Scheduler) claimRestInTx(ctx context.Context, tx storage.Tx, p *claimPl
 				return err
 			}
 		}
-		p.exe, err = tx.InsertExecution(ctx, &storage.InsertExecutionParams{
-			ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
-			Generation: p.b.Generation, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease), Deadline: deadline,
-			InputWatermark: w.InputCount, CreatedAt: now,
-		})
+		ne := s.newExecution(p, now, lim)
+		p.exe, err = tx.InsertExecution(ctx, &ne)
 	}
-	if err != nil || !p.issue {
+	if err != nil {
 		return err
 	}
-	p.token, err = s.o.Toolbelt.(toolbelt.TxTokenIssuer).IssueInTx(ctx, tx, tokenRequest(p.exe, w, kind))
+	return s.issueInTx(ctx, tx, p, kind)
+}
+
+// issueInTx issues the token of a claimed plan's attempt in the claim's
+// transaction, when the plan issues one.
+func (s *Scheduler) issueInTx(ctx context.Context, tx storage.Tx, p *claimPlan, kind string) error {
+	if !p.issue {
+		return nil
+	}
+	var err error
+	p.token, err = s.o.Toolbelt.(toolbelt.TxTokenIssuer).IssueInTx(ctx, tx, tokenRequest(p.exe, p.w, kind))
 	if err != nil {
 		return fmt.Errorf("issue the attempt's token: %w", err)
 	}

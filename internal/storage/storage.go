@@ -194,6 +194,12 @@ type Tx interface {
 	QueueInput(ctx context.Context, p *QueueInputParams) (Input, error)
 
 	InsertExecution(ctx context.Context, p *InsertExecutionParams) (Execution, error)
+	// InsertExecutions inserts, in one statement, each new execution as
+	// InsertExecution would, and returns those it inserted, in no
+	// particular order; one it refused (its id taken, or its Work already
+	// has a live execution) inserts nothing, and the caller tells which
+	// by what is missing.
+	InsertExecutions(ctx context.Context, ps []InsertExecutionParams) ([]Execution, error)
 	// AdvanceEpoch starts the next epoch of an execution (claim of a parked
 	// one, recovery, adoption): epoch FromEpoch+1 under a new owner and
 	// lease, with no exit code (nobody has observed the new epoch's end).

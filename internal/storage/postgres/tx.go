@@ -344,6 +344,30 @@ func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionPara
 	return e, nil
 }
 
+// InsertExecutions is one multi-row INSERT … ON CONFLICT DO NOTHING; the
+// transaction keeps the rows it returns.
+func (t *tx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?), ", len(ps)), ", ")
+	args := make([]any, 0, 13*len(ps))
+	for _, p := range ps {
+		args = append(args, p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
+			ts(p.CreatedAt), ts(p.CreatedAt))
+	}
+	res, err := t.q.query(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+		VALUES `+rows+` ON CONFLICT DO NOTHING RETURNING `+execCols, args...)
+	es, err := collect(res, err, scanExecution)
+	if err != nil {
+		return nil, writeErr(err, "insert executions")
+	}
+	for _, e := range es {
+		t.q.turn.rows.KeepExecution(e)
+	}
+	return es, nil
+}
+
 func (t *tx) AdvanceEpoch(ctx context.Context, p *storage.AdvanceEpochParams) (storage.Execution, error) {
 	state := p.State
 	if state == "" {

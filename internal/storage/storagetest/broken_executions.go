@@ -148,6 +148,28 @@ func (t supersedesTx) InsertExecution(ctx context.Context, p *storage.InsertExec
 	return t.Tx.InsertExecution(ctx, p)
 }
 
+// insertsOverLive inserts each execution as insertSupersedesLive does:
+// a Work's live execution is finished to make room.
+var insertsOverLive = txControl("inserts_over_live", "InsertExecutions finishes a Work's live execution instead of refusing the new one",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return insertsOverTx{tx} })
+
+type insertsOverTx struct{ storage.Tx }
+
+func (t insertsOverTx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
+	var out []storage.Execution
+	for i := range ps {
+		e, err := supersedesTx{t.Tx}.InsertExecution(ctx, &ps[i])
+		if errors.Is(err, storage.ErrDuplicate) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 var countLeasedCountsParked = stateless("count_leased_counts_parked", "CountLeased counts parked executions, which hold no lease",
 	func(s storage.Store) storage.Store { return countsParked{s} })
 

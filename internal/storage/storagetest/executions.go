@@ -286,6 +286,7 @@ func executionCases() []Case {
 		{Name: "execution_fence_survives_reopen", Run: executionFenceSurvivesReopen, Control: forgetsEpochsOnReopen},
 		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
 		{Name: "launches_marked_together", Run: plain(launchesMarkedTogether), Control: marksEveryLaunch},
+		{Name: "executions_inserted_together", Run: plain(executionsInsertedTogether), Control: insertsOverLive},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
 		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
@@ -404,6 +405,78 @@ func executionLaunchMarker(ctx context.Context, s storage.Store) error {
 		want(marked.LaunchedEpoch == 1 && marked.Launched(), "a launch marked at epoch 1 reads %d", marked.LaunchedEpoch),
 		want(next.LaunchedEpoch == 1 && !next.Launched(), "a new epoch reads launched at %d (launched %v), want 1 and not launched", next.LaunchedEpoch, next.Launched()),
 		want(same(reread, next), "execution read back = %+v; advanced %+v", reread, next))
+}
+
+// executionsInsertedTogether: InsertExecutions inserts, in one call,
+// each new execution as InsertExecution would, returns those, and inserts
+// nothing for one refused (its Work has a live execution, its id is
+// taken); the transaction reads what it inserted.
+func executionsInsertedTogether(ctx context.Context, s storage.Store) error {
+	for _, w := range []string{"wrk_1", "wrk_2", "wrk_3"} {
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+	}
+	live, err := SeedExecution(ctx, s, "wrk_live", "exe_live")
+	if err != nil {
+		return err
+	}
+	mk := func(id, work string) storage.InsertExecutionParams {
+		return storage.InsertExecutionParams{ID: id, Work: work, Scope: "s1", Binding: "b1", Executor: "x", Generation: 4, Owner: "owner-a", Node: "nod_a",
+			LeaseExpiresAt: at(30), Deadline: at(600), InputWatermark: 2, CreatedAt: at(1)}
+	}
+	var got, none []storage.Execution
+	var inTx storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		if none, err = tx.InsertExecutions(ctx, nil); err != nil {
+			return err
+		}
+		got, err = tx.InsertExecutions(ctx, []storage.InsertExecutionParams{
+			mk("exe_a", "wrk_1"), mk("exe_b", "wrk_2"), mk("exe_c", "wrk_live"), mk("exe_live", "wrk_3"),
+		})
+		if err != nil {
+			return err
+		}
+		inTx, err = tx.GetExecution(ctx, "exe_a")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, e := range got {
+		ids = append(ids, e.ID)
+	}
+	slices.Sort(ids)
+	errs := []error{
+		want(len(none) == 0, "no executions inserted %v", none),
+		want(slices.Equal(ids, []string{"exe_a", "exe_b"}), "inserted %v, want exe_a and exe_b", ids),
+		want(inTx.ID == "exe_a" && inTx.Work == "wrk_1", "the inserting transaction reads exe_a as %+v", inTx),
+	}
+	for _, e := range got {
+		back, err := s.GetExecution(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		errs = append(errs,
+			want(e.Epoch == 1 && e.State == storage.ExecutionRunning && e.Owner == "owner-a" && e.Node == "nod_a" && e.Generation == 4 &&
+				e.InputWatermark == 2 && e.LeaseExpiresAt.Equal(at(30)) && e.Deadline.Equal(at(600)) && e.CreatedAt.Equal(at(1)) && e.ExitCode == nil && !e.Launched(),
+				"inserted %+v", e),
+			want(same(back, e), "%s read back %+v; inserted %+v", e.ID, back, e))
+	}
+	refusedID, err := s.ListExecutions(ctx, &storage.ListExecutionsParams{Work: "wrk_3"})
+	if err != nil {
+		return err
+	}
+	refusedLive, err := s.ListExecutions(ctx, &storage.ListExecutionsParams{Work: "wrk_live"})
+	if err != nil {
+		return err
+	}
+	errs = append(errs,
+		want(len(refusedID) == 0, "an execution refused for its taken id left %+v", refusedID),
+		want(len(refusedLive) == 1 && same(refusedLive[0], live), "an execution refused for its Work's live one left %+v", refusedLive))
+	return first(errs...)
 }
 
 // launchesMarkedTogether: MarkLaunched marks, in one call, each launch
