@@ -36,8 +36,8 @@ const ParkGrace = 7 * time.Second
 // fakeAgent is a program that stands in for an agent CLI: it records its
 // argv, stdin, environment and working directory beside itself (outside
 // the execution directory), prints the stream in stream.jsonl beside
-// itself, and then hangs when a file "hang" is there, or exits with the
-// status in "exit".
+// itself (and records "streamed" once it has), and then hangs when a file
+// "hang" is there, or exits with the status in "exit".
 const fakeAgent = `#!/bin/sh
 here=$(dirname "$0")
 printf '%s\n' "$@" > "$here/argv"
@@ -45,6 +45,7 @@ cat > "$here/stdin"
 env > "$here/env"
 pwd > "$here/cwd"
 cat "$here/stream.jsonl"
+: > "$here/streamed"
 if [ -e "$here/hang" ]; then exec sleep 1000; fi
 exit $(cat "$here/exit" 2>/dev/null || echo 0)
 `
