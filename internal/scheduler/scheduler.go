@@ -424,14 +424,15 @@ func (s *Scheduler) claimAll(ctx context.Context, plans []*claimPlan) []*claimPl
 // execution at epoch 1 or the parked one's next epoch, with its token
 // when the plan issues one.
 func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) error {
-	return s.claimRestInTx(ctx, tx, p, nil)
+	return s.claimRestInTx(ctx, tx, p, false)
 }
 
 // claimWorkInTx moves the Work of the round's new attempts to running in
-// one statement (storage.Tx.ClaimWork), by id; a resumed Work counts no
-// attempt and is left to claimRestInTx. storage.ErrFenced when one of them
-// moved since it was listed: the round then claims plan by plan.
-func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan) (map[string]*storage.Work, error) {
+// one statement (storage.Tx.ClaimWork) and returns the ids it moved; a
+// resumed Work counts no attempt and is left to claimRestInTx.
+// storage.ErrFenced when one of them moved since it was listed: the round
+// then claims plan by plan.
+func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan) (map[string]bool, error) {
 	var list []storage.WorkRevision
 	for _, p := range plans {
 		if !p.resume {
@@ -448,11 +449,11 @@ func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*c
 	if len(ws) != len(list) {
 		return nil, storage.ErrFenced
 	}
-	out := make(map[string]*storage.Work, len(ws))
-	for i := range ws {
-		out[ws[i].ID] = &ws[i]
+	moved := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		moved[w.ID] = true
 	}
-	return out, nil
+	return moved, nil
 }
 
 // insertExecutionsInTx inserts the new executions of the plans whose Work
@@ -460,10 +461,10 @@ func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*c
 // in one statement (storage.Tx.InsertExecutions), and sets each plan's
 // exe. storage.ErrDuplicate when one was refused: the round then claims
 // plan by plan.
-func (s *Scheduler) insertExecutionsInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan, claimed map[string]*storage.Work) error {
+func (s *Scheduler) insertExecutionsInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan, moved map[string]bool) error {
 	var batch []*claimPlan
 	for _, p := range plans {
-		if claimed[p.w.ID] != nil && !p.hasLive {
+		if moved[p.w.ID] && !p.hasLive {
 			batch = append(batch, p)
 		}
 	}
@@ -503,28 +504,28 @@ func (s *Scheduler) newExecution(p *claimPlan, now time.Time, lim Limits) storag
 }
 
 // claimRestInTx is claimInTx with the plan's Work already moved to
-// running when cur is not nil (claimWorkInTx), and its execution already
-// inserted when p.exe is set (insertExecutionsInTx).
-func (s *Scheduler) claimRestInTx(ctx context.Context, tx storage.Tx, p *claimPlan, cur *storage.Work) error {
+// running when moved (claimWorkInTx), and its execution already inserted
+// when p.exe is set too (insertExecutionsInTx).
+func (s *Scheduler) claimRestInTx(ctx context.Context, tx storage.Tx, p *claimPlan, moved bool) error {
 	w, live := p.w, p.live
 	now, lim := s.now(), s.Limits()
-	if cur != nil && p.exe.ID != "" {
+	if moved && p.exe.ID != "" {
 		return s.issueInTx(ctx, tx, p, kindRun)
 	}
-	if cur == nil {
+	if !moved {
 		running := storage.WorkRunning
 		add := 0
 		if !p.resume {
 			add = 1
 		}
-		moved, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
+		cur, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{
 			ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running,
 			InputWatermark: &w.InputCount, AddAttempts: add, Now: now,
 		})
 		if err != nil {
 			return err
 		}
-		if moved.Held() {
+		if cur.Held() {
 			return storage.ErrFenced
 		}
 	}

@@ -429,12 +429,14 @@ func prefixed(prefix, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
+func scanString(r scanner) (string, error) {
+	var s string
+	return s, r.Scan(&s)
+}
+
 func (q queries) ListWorkKeys(ctx context.Context, workID string) ([]string, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT key FROM work_keys WHERE work = ? AND released_at IS NULL ORDER BY key`, workID)
-	keys, err := collect(rows, err, func(r scanner) (string, error) {
-		var k string
-		return k, r.Scan(&k)
-	})
+	keys, err := collect(rows, err, scanString)
 	if keys == nil && err == nil {
 		keys = []string{}
 	}
@@ -443,10 +445,7 @@ func (q queries) ListWorkKeys(ctx context.Context, workID string) ([]string, err
 
 func (q queries) ListKeysEverOwned(ctx context.Context, workID string) ([]string, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT DISTINCT key FROM work_keys WHERE work = ? ORDER BY key`, workID)
-	keys, err := collect(rows, err, func(r scanner) (string, error) {
-		var k string
-		return k, r.Scan(&k)
-	})
+	keys, err := collect(rows, err, scanString)
 	if keys == nil && err == nil {
 		keys = []string{}
 	}

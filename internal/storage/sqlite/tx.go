@@ -337,23 +337,19 @@ func (t *tx) QueueInput(ctx context.Context, p *storage.QueueInputParams) (stora
 func (t *tx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
 	// A taken id or a live execution of the Work (executions_live)
 	// inserts nothing, and only then is it asked which.
-	e, err := scanExecution(t.q.QueryRowContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+execCols,
-		p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
-		ts(p.CreatedAt), ts(p.CreatedAt)))
-	if err != nil && !errors.Is(err, errNoRows) {
-		return storage.Execution{}, writeErr(err, "insert execution")
-	}
+	es, err := t.insertExecutions(ctx, "insert execution", []storage.InsertExecutionParams{*p})
 	if err != nil {
-		if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
-			return storage.Execution{}, err
-		} else if dup {
-			return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
-		}
-		return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
+		return storage.Execution{}, err
 	}
-	t.rows.KeepExecution(e)
-	return e, nil
+	if len(es) == 1 {
+		return es[0], nil
+	}
+	if dup, err := t.exists(ctx, `SELECT 1 FROM executions WHERE id = ?`, p.ID); err != nil {
+		return storage.Execution{}, err
+	} else if dup {
+		return storage.Execution{}, fmt.Errorf("%w: execution %s exists", storage.ErrDuplicate, p.ID)
+	}
+	return storage.Execution{}, fmt.Errorf("%w: work %s already has a live execution", storage.ErrDuplicate, p.Work)
 }
 
 // InsertExecutions is one multi-row INSERT … ON CONFLICT DO NOTHING; the
@@ -362,6 +358,12 @@ func (t *tx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionP
 	if len(ps) == 0 {
 		return nil, nil
 	}
+	return t.insertExecutions(ctx, "insert executions", ps)
+}
+
+// insertExecutions is InsertExecution and InsertExecutions: one INSERT of
+// every row, what naming the statement in its errors.
+func (t *tx) insertExecutions(ctx context.Context, what string, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
 	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?), ", len(ps)), ", ")
 	args := make([]any, 0, 13*len(ps))
 	for _, p := range ps {
@@ -372,7 +374,7 @@ func (t *tx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionP
 		VALUES `+rows+` ON CONFLICT DO NOTHING RETURNING `+execCols, args...)
 	es, err := collect(res, err, scanExecution)
 	if err != nil {
-		return nil, writeErr(err, "insert executions")
+		return nil, writeErr(err, what)
 	}
 	for _, e := range es {
 		t.rows.KeepExecution(e)
@@ -514,10 +516,7 @@ func (t *tx) MarkLaunched(ctx context.Context, p *storage.MarkLaunchedParams) ([
 	}
 	args = append(args, p.Owner, string(storage.ExecutionRunning), string(storage.ExecutionStopping))
 	rows, err := t.q.QueryContext(ctx, markLaunchedQuery(len(p.Launches)), args...)
-	ids, err := collect(rows, err, func(r scanner) (string, error) {
-		var id string
-		return id, r.Scan(&id)
-	})
+	ids, err := collect(rows, err, scanString)
 	if err != nil {
 		return nil, writeErr(err, "mark launched")
 	}
