@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
 	"github.com/open-conduit/open-conduit/internal/storage/group"
@@ -21,11 +20,11 @@ import (
 // writers still reaches a commit.
 const maxBatch = 128
 
-// batch is one SQLite transaction of the writer (a group.Batch). ctl runs
-// the savepoints' own statements.
+// batch is one SQLite transaction of the writer (a group.Batch), begun
+// and ended by its own statements on the writer's held connection. ctl
+// runs the batch's own statements.
 type batch struct {
 	s   *Store
-	tx  *sql.Tx
 	ctl *txQuerier
 }
 
@@ -36,15 +35,12 @@ func (s *Store) newCommitter() *group.Committer[*batch] {
 		Begin: func() (*batch, error) {
 			// The batch is not bound to any caller's context: a cancelled
 			// caller must not roll back the others.
-			tx, err := s.writer.BeginTx(context.Background(), nil)
-			if err != nil {
+			b := &batch{s: s, ctl: &txQuerier{conn: s.wconn, c: s.wstmts}}
+			if err := b.exec(`BEGIN IMMEDIATE`); err != nil {
 				return nil, err
 			}
-			return &batch{s: s, tx: tx, ctl: &txQuerier{tx: tx, c: s.wstmts}}, nil
+			return b, nil
 		},
-		// The writer's connection is free again: prepare what the batch
-		// ran unprepared.
-		Ended: func() { s.wstmts.flush(context.Background()) },
 	})
 }
 
@@ -65,11 +61,11 @@ func (b *batch) Undo() error {
 
 func (b *batch) Commit() error {
 	began := b.s.clock.Now()
-	if err := b.tx.Commit(); err != nil {
+	if err := b.exec(`COMMIT`); err != nil {
 		// A COMMIT SQLite refused (a deferred constraint, say) leaves the
-		// transaction open on the connection, and database/sql has let go
-		// of it: end it, so the next batch can begin.
-		_, _ = b.s.writer.ExecContext(context.Background(), `ROLLBACK`)
+		// transaction open on the connection: end it, so the next batch
+		// can begin.
+		b.Rollback()
 		return err
 	}
 	b.s.batches.Add(1)
@@ -79,7 +75,10 @@ func (b *batch) Commit() error {
 	return nil
 }
 
-func (b *batch) Rollback() { _ = b.tx.Rollback() }
+// Rollback ends the batch's transaction if one is open (SQLite may have
+// rolled it back itself, after an I/O error say; a ROLLBACK then fails,
+// harmlessly).
+func (b *batch) Rollback() { _ = b.exec(`ROLLBACK`) }
 
 // WithTx runs fn in a write transaction, batched with the writes queued at
 // the same time (see the group commit above and group.Committer.Run).
@@ -95,7 +94,7 @@ func (b *batch) Rollback() { _ = b.tx.Rollback() }
 func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
 	rows := &storage.TxRows{}
 	err := s.group.Run(ctx, func(b *batch) error {
-		q := &txQuerier{tx: b.tx, c: s.wstmts, rows: rows}
+		q := &txQuerier{conn: s.wconn, c: s.wstmts, rows: rows}
 		defer q.ended.Store(true)
 		return fn(&tx{queries: queries{q: q}, rows: rows, events: s.events})
 	})

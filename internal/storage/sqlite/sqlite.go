@@ -69,10 +69,16 @@ type Store struct {
 	queries
 	writer  *sql.DB
 	readers *sql.DB
-	wstmts  *stmtCache
-	rstmts  *stmtCache
-	clock   clock.Clock
-	commit  func(time.Duration)
+	// wconn is the writer's one connection, held from Open to Close:
+	// batches begin and end on it by their own statements, and its
+	// prepared statements (wstmts) are bound to it, so that a statement
+	// in a batch costs neither a database/sql Tx's watch of its context
+	// nor a re-binding of the statement to the transaction.
+	wconn  *sql.Conn
+	wstmts *stmtCache
+	rstmts *stmtCache
+	clock  clock.Clock
+	commit func(time.Duration)
 
 	// group queues the write transactions (group.go); batches counts
 	// the batches committed: the writer's fsyncs.
@@ -155,9 +161,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(opts.Readers)
 	readers.SetMaxIdleConns(opts.Readers)
-	s := &Store{writer: writer, readers: readers, wstmts: newStmtCache(writer), rstmts: newStmtCache(readers), clock: opts.Clock, commit: opts.OnCommit,
-		events: storage.NewEventCache()}
-	s.queries = queries{q: poolQuerier{c: s.rstmts}}
+	wconn, err := writer.Conn(ctx)
+	if err != nil {
+		readers.Close()
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+	}
+	s := &Store{writer: writer, readers: readers, wconn: wconn,
+		wstmts: newStmtCache(wconn.PrepareContext), rstmts: newStmtCache(readers.PrepareContext),
+		clock: opts.Clock, commit: opts.OnCommit, events: storage.NewEventCache()}
+	s.queries = queries{q: poolQuerier{db: readers, c: s.rstmts}}
 	s.group = s.newCommitter()
 	return s, nil
 }
@@ -170,7 +183,7 @@ func (s *Store) Close() error {
 	}
 	s.rstmts.close()
 	s.wstmts.close()
-	return errors.Join(s.readers.Close(), s.writer.Close())
+	return errors.Join(s.readers.Close(), s.wconn.Close(), s.writer.Close())
 }
 
 // Pragma reads a PRAGMA value on the writer connection (for tests and

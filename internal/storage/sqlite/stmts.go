@@ -15,37 +15,33 @@ import (
 // of shapes.
 const maxCachedStmts = 512
 
-// stmtCache keeps prepared statements of one pool, so that the SQL text of
-// a query is parsed once per connection instead of on every call (parsing
-// was the largest cost of a small query).
+// stmtCache keeps prepared statements, so that the SQL text of a query is
+// parsed once per connection instead of on every call (parsing was the
+// largest cost of a small query). The readers' cache prepares on their
+// pool; the writer's on its one held connection (writerConn), where a
+// statement can be prepared at any moment, inside a transaction too.
 type stmtCache struct {
-	db     *sql.DB
-	mu     sync.Mutex
-	m      map[string]*sql.Stmt
-	wanted map[string]bool
+	prep func(ctx context.Context, query string) (*sql.Stmt, error)
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
 }
 
-func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, wanted: map[string]bool{}}
+func newStmtCache(prep func(ctx context.Context, query string) (*sql.Stmt, error)) *stmtCache {
+	return &stmtCache{prep: prep, m: map[string]*sql.Stmt{}}
 }
 
-func (c *stmtCache) lookup(query string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[query]
-}
-
-// prepare prepares query on the pool now. Only call it when a connection
-// is free (always for the readers; for the writer outside a transaction).
-// The lock is not held while preparing, which may wait for a connection.
-func (c *stmtCache) prepare(ctx context.Context, query string) *sql.Stmt {
+// stmt returns query's prepared statement, preparing it on first use; nil
+// when the cache is full or the text does not prepare (the caller then
+// runs it unprepared, and gets the error from there). The lock is not
+// held while preparing, which may wait for a reader.
+func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 	c.mu.Lock()
 	st, full := c.m[query], len(c.m) >= maxCachedStmts
 	c.mu.Unlock()
 	if st != nil || full {
 		return st
 	}
-	st, err := c.db.PrepareContext(ctx, query)
+	st, err := c.prep(ctx, query)
 	if err != nil {
 		return nil
 	}
@@ -59,26 +55,6 @@ func (c *stmtCache) prepare(ctx context.Context, query string) *sql.Stmt {
 	return st
 }
 
-// want records a query a transaction ran unprepared (the writer's single
-// connection is busy inside it); flush prepares them afterwards.
-func (c *stmtCache) want(query string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m)+len(c.wanted) < maxCachedStmts {
-		c.wanted[query] = true
-	}
-}
-
-func (c *stmtCache) flush(ctx context.Context) {
-	c.mu.Lock()
-	wanted := c.wanted
-	c.wanted = map[string]bool{}
-	c.mu.Unlock()
-	for q := range wanted {
-		c.prepare(ctx, q)
-	}
-}
-
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,39 +65,37 @@ func (c *stmtCache) close() {
 }
 
 // poolQuerier runs queries on the reader pool through the cache.
-type poolQuerier struct{ c *stmtCache }
-
-func (p poolQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st := p.c.lookup(query); st != nil {
-		return st
-	}
-	return p.c.prepare(ctx, query)
+type poolQuerier struct {
+	db *sql.DB
+	c  *stmtCache
 }
+
+func (p poolQuerier) stmt(ctx context.Context, query string) *sql.Stmt { return p.c.stmt(ctx, query) }
 
 func (p poolQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return p.c.db.ExecContext(ctx, query, args...)
+	return p.db.ExecContext(ctx, query, args...)
 }
 
 func (p poolQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return p.c.db.QueryContext(ctx, query, args...)
+	return p.db.QueryContext(ctx, query, args...)
 }
 
 func (p poolQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return p.c.db.QueryRowContext(ctx, query, args...)
+	return p.db.QueryRowContext(ctx, query, args...)
 }
 
 // txQuerier runs one caller's queries in the write transaction (its
-// savepoint of the batch), through the writer's cached statements when they
-// exist.
+// savepoint of the batch) on the writer's connection, through the
+// writer's prepared statements.
 //
 // The caller's context is checked before each statement and never handed
 // to the driver: the driver interrupts a statement whose context ends, and
@@ -133,7 +107,7 @@ func (p poolQuerier) QueryRowContext(ctx context.Context, query string, args ...
 // rows, when set, is told every statement, so that the rows the caller's
 // transaction keeps are forgotten at a write.
 type txQuerier struct {
-	tx    *sql.Tx
+	conn  *sql.Conn
 	c     *stmtCache
 	ended atomic.Bool
 	rows  *storage.TxRows
@@ -141,8 +115,8 @@ type txQuerier struct {
 
 var errTxEnded = errors.New("sqlite: the transaction has ended")
 
-// endedCtx is done, so that database/sql refuses a statement on it before
-// the driver sees it.
+// endedCtx is done, so that the driver refuses a statement on it before
+// it runs.
 var endedCtx = func() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errTxEnded)
@@ -150,7 +124,12 @@ var endedCtx = func() context.Context {
 }()
 
 // runCtx is the context a statement runs under: ctx without its
-// cancellation while ctx is live, else a done context database/sql refuses.
+// cancellation while ctx is live, else a done context the driver refuses.
+//
+// A context without cancellation also keeps database/sql and the driver
+// from starting a goroutine per statement to watch it: on the writer's
+// held connection (no database/sql Tx, whose own context would be
+// watched), a statement costs no goroutine at all.
 func (t *txQuerier) runCtx(ctx context.Context) context.Context {
 	switch {
 	case t.ended.Load():
@@ -169,11 +148,10 @@ func (t *txQuerier) ExecContext(ctx context.Context, query string, args ...any) 
 		return nil, errTxEnded
 	}
 	ctx = t.runCtx(ctx)
-	if st := t.c.lookup(query); st != nil {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := t.c.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
-	t.c.want(query)
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.conn.ExecContext(ctx, query, args...)
 }
 
 func (t *txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -184,11 +162,10 @@ func (t *txQuerier) QueryContext(ctx context.Context, query string, args ...any)
 		return nil, errTxEnded
 	}
 	ctx = t.runCtx(ctx)
-	if st := t.c.lookup(query); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st := t.c.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	t.c.want(query)
-	return t.tx.QueryContext(ctx, query, args...)
+	return t.conn.QueryContext(ctx, query, args...)
 }
 
 func (t *txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
@@ -196,9 +173,12 @@ func (t *txQuerier) QueryRowContext(ctx context.Context, query string, args ...a
 		t.rows.Statement(query)
 	}
 	ctx = t.runCtx(ctx)
-	if st := t.c.lookup(query); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if t.ended.Load() {
+		// The driver refuses endedCtx; the statement is not prepared for it.
+		return t.conn.QueryRowContext(ctx, query, args...)
 	}
-	t.c.want(query)
-	return t.tx.QueryRowContext(ctx, query, args...)
+	if st := t.c.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.conn.QueryRowContext(ctx, query, args...)
 }
