@@ -127,6 +127,10 @@ type Executor struct {
 	Toolbelt bool `json:"toolbelt,omitempty"`
 	// Resume: it can park on a wait and be resumed.
 	Resume bool `json:"resume,omitempty"`
+	// Dir, when false, says its executions keep nothing on disk: the
+	// host creates no directory for them and sends dir "". Absent or
+	// true, each execution gets its directory.
+	Dir *bool `json:"dir,omitempty"`
 	// Playbook names the playbook (one of provides.playbooks, or another
 	// registration's) its turns start on, "" for none.
 	Playbook string `json:"playbook,omitempty"`

@@ -66,6 +66,27 @@ func TestCheckAcceptsAGoodManifest(t *testing.T) {
 	}
 }
 
+// An executor's "dir" is read as written: absent (nil), false or true.
+func TestCheckExecutorDir(t *testing.T) {
+	for _, c := range []struct {
+		member string
+		want   string
+	}{{"", "absent"}, {`, "dir": false`, "false"}, {`, "dir": true`, "true"}} {
+		m := edit(t, `"kind": "runner"`, `"kind": "runner"`+c.member)
+		ch := Check(writePackage(t, m, goodFiles), CheckOptions{})
+		if !ch.Valid() {
+			t.Fatalf("%q: diagnostics %v", c.member, ch.Diagnostics)
+		}
+		got := "absent"
+		if d := ch.Manifest.Provides.Executors[0].Dir; d != nil {
+			got = map[bool]string{false: "false", true: "true"}[*d]
+		}
+		if got != c.want {
+			t.Errorf("%q: dir read as %s, want %s", c.member, got, c.want)
+		}
+	}
+}
+
 // edit replaces old with new in the good manifest, failing when old is
 // not there (so a case can never pass by editing nothing).
 func edit(t *testing.T, pairs ...string) string {

@@ -100,6 +100,7 @@ type harness struct {
 	plain   *schedulertest.Executor
 	resumer *schedulertest.Executor
 	silent  *schedulertest.Executor
+	dirless *schedulertest.Executor
 	routes  kernel.RouteTable
 	tokens  *tokens
 	arts    *storage.Artifacts
@@ -125,6 +126,7 @@ func buildHarness(t tb, dir string, mod func(*scheduler.Options), wrap func(stor
 		plain:   schedulertest.New(executor.Info{Name: "plain", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt}}),
 		resumer: schedulertest.New(executor.Info{Name: "resumer", Transport: executor.TransportOS, Capabilities: []executor.Capability{executor.CapToolbelt, executor.CapResume}}),
 		silent:  schedulertest.New(executor.Info{Name: "silent", Transport: executor.TransportNone}),
+		dirless: schedulertest.New(executor.Info{Name: "dirless", Transport: executor.TransportNone, Dirless: true}),
 		routes:  kernel.RouteTable{}, tokens: &tokens{}, mod: mod, wrap: wrap, owner: "daemon-1",
 	}
 	h.open()
@@ -148,7 +150,7 @@ func (h *harness) open() {
 	}
 	extra := kernel.BindingView{Grants: []string{"extra"}}
 	h.ctl = kernel.NewControl(kernel.ControlOptions{Runtime: h.rt, Store: h.store, Scopes: kernel.ScopeTable{
-		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": extra, "br": extra, "bn": extra, "bs": extra, "bi": extra, "bp": extra}},
+		"s1": {Active: true, Bindings: map[string]kernel.BindingView{"b1": extra, "br": extra, "bn": extra, "bd": extra, "bs": extra, "bi": extra, "bp": extra}},
 	}})
 	h.arts, err = storage.NewArtifacts(h.store, filepath.Join(h.dir, "artifacts"))
 	if err != nil {
@@ -157,9 +159,9 @@ func (h *harness) open() {
 	opts := scheduler.Options{
 		Store: h.store, Runtime: h.rt, Owner: h.owner,
 		Limits:    scheduler.Limits{MaxRunning: 4, Lease: 30 * time.Second, AttemptTimeout: time.Hour},
-		Executors: map[string]executor.Executor{"plain": h.plain, "resumer": h.resumer, "silent": h.silent},
+		Executors: map[string]executor.Executor{"plain": h.plain, "resumer": h.resumer, "silent": h.silent, "dirless": h.dirless},
 		Bindings: func(_ context.Context, q scheduler.BindingQuery) (scheduler.Binding, error) {
-			exec := map[string]string{"b1": "plain", "br": "resumer", "bn": "silent"}[q.Binding]
+			exec := map[string]string{"b1": "plain", "br": "resumer", "bn": "silent", "bd": "dirless"}[q.Binding]
 			if exec == "" {
 				return scheduler.Binding{}, errors.New("no such binding")
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/executor"
@@ -327,7 +326,7 @@ func (s *Scheduler) recover(ctx context.Context, exes []storage.Execution, expir
 		if exe.State == storage.ExecutionStopping {
 			if !s.start(exe, kindStop, executor.RunRequest{
 				ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
-				Config: b.Config, Dir: filepath.Join(s.o.ExecutionsDir, exe.ID), Deadline: exe.Deadline,
+				Config: b.Config, Dir: s.executionDir(ex, exe.ID), Deadline: exe.Deadline,
 			}, ex) {
 				errs = append(errs, s.giveBack(ctx, exe, kindStop, 0))
 			}

@@ -174,11 +174,15 @@ func (s *Scheduler) stopLostElsewhere(ctx context.Context) error {
 			if exe.LaunchedEpoch == 0 || exe.LaunchedEpoch >= exe.Epoch {
 				continue
 			}
+			ex := s.executor(exe.Executor)
 			dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
-			if _, err := os.Stat(dir); err != nil {
+			if ex != nil && ex.Info().Dirless {
+				// Nothing on disk tells whether something is left:
+				// ask the executor to stop it anyway.
+				dir = ""
+			} else if _, err := os.Stat(dir); err != nil {
 				continue
 			}
-			ex := s.executor(exe.Executor)
 			if ex == nil {
 				s.o.Logger.Warn("an attempt recovered as lost by another node cannot be stopped: its executor is not available here; stop its process by hand", "execution", exe.ID, "executor", exe.Executor, "dir", dir)
 				continue

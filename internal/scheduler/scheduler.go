@@ -680,6 +680,15 @@ func (s *Scheduler) confirmUnstarted(ctx context.Context, exe storage.Execution)
 
 // ---- launching segments ----
 
+// executionDir is the directory the host owns for execution id under
+// ex: "" for a Dirless executor, which gets none.
+func (s *Scheduler) executionDir(ex executor.Executor, id string) string {
+	if ex.Info().Dirless {
+		return ""
+	}
+	return filepath.Join(s.o.ExecutionsDir, id)
+}
+
 // launch prepares and starts a segment: token, endpoint, secrets, then the
 // executor call on a goroutine the scheduler owns. A failure before the
 // executor is called holds the Work (see abort), unless the scheduler is
@@ -694,9 +703,11 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		}
 		return s.abort(ctx, exe, kind, prevWatermark, reason, detail)
 	}
-	dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return abort(kernel.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
+	dir := s.executionDir(ex, exe.ID)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return abort(kernel.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
+		}
 	}
 	req := executor.RunRequest{
 		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,

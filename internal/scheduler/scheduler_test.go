@@ -91,6 +91,36 @@ func TestClaimRunComplete(t *testing.T) {
 	}
 }
 
+// A Dirless executor's attempts get no directory: not at their run, not
+// at their recovery, and none appears under ExecutionsDir.
+func TestDirlessExecutorGetsNoDirectory(t *testing.T) {
+	h := newHarness(t, nil)
+	w := h.create("bd")
+	h.tick()
+	run := h.dirless.Next(t)
+	if run.Req.Dir != "" {
+		t.Fatalf("a Dirless executor's run was given dir %q", run.Req.Dir)
+	}
+	if exists(filepath.Join(h.dir, "executions", run.Req.ExecutionID)) {
+		t.Fatal("a directory was created for a Dirless executor's execution")
+	}
+	// The lease lapses and the attempt is recovered: still no directory.
+	h.clock.Advance(31 * time.Second)
+	h.tick()
+	rec := h.dirless.Next(t)
+	if rec.Kind != "recover" || rec.Req.Dir != "" {
+		t.Fatalf("recovery = %s, dir %q", rec.Kind, rec.Req.Dir)
+	}
+	h.settle(run)
+	h.finish(rec, executor.Result{Outcome: executor.Succeeded})
+	if got := h.work(w.ID); got.State != storage.WorkSucceeded {
+		t.Fatalf("work = %+v", got)
+	}
+	if exists(filepath.Join(h.dir, "executions", run.Req.ExecutionID)) {
+		t.Fatal("a directory was created for a Dirless executor's execution")
+	}
+}
+
 func TestFailureEndsWork(t *testing.T) {
 	h := newHarness(t, nil)
 	w := h.create("b1", "pr/1")

@@ -32,7 +32,7 @@ import (
 type instantExecutor struct{}
 
 func (instantExecutor) Info() executor.Info {
-	return executor.Info{Name: "instant", Transport: executor.TransportNone}
+	return executor.Info{Name: "instant", Transport: executor.TransportNone, Dirless: true}
 }
 func (instantExecutor) Run(context.Context, executor.RunRequest) (executor.Result, error) {
 	return executor.Result{Outcome: executor.Succeeded}, nil

@@ -61,7 +61,7 @@ func noopManifest() []byte {
 		"summary": "The peer benchmark's no-op executor",
 		"run":     map[string]any{"command": []string{"./peerbench", noopServeArg}},
 		"provides": map[string]any{
-			"executors": []map[string]any{{"kind": "run", "summary": "Ends every segment at once, succeeded"}},
+			"executors": []map[string]any{{"kind": "run", "summary": "Ends every segment at once, succeeded", "dir": false}},
 		},
 		"permissions": []string{"executor.run"},
 	}

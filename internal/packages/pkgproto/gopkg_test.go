@@ -152,6 +152,18 @@ func TestGoPackageGates(t *testing.T) {
 	}
 }
 
+// A manifest executor with "dir": false is a Dirless executor.
+func TestGoPackageExecutorWithoutDir(t *testing.T) {
+	h := newHarness()
+	inst := gopkg(t)
+	no := false
+	inst.Manifest.Provides.Executors[0].Dir = &no
+	xs := h.start(t, inst).Executors()
+	if len(xs) != 1 || !xs[0].Info().Dirless {
+		t.Fatalf("executors = %v; want one Dirless executor", xs)
+	}
+}
+
 func TestGoPackageExecutor(t *testing.T) {
 	h := newHarness()
 	xs := h.start(t, gopkg(t)).Executors()
@@ -160,7 +172,7 @@ func TestGoPackageExecutor(t *testing.T) {
 	}
 	x := xs[0]
 	info := x.Info()
-	if info.Name != "gopkg.marker" || info.Transport != executor.TransportOS || !info.Has(executor.CapResume) || !info.Has(executor.CapToolbelt) {
+	if info.Name != "gopkg.marker" || info.Transport != executor.TransportOS || !info.Has(executor.CapResume) || !info.Has(executor.CapToolbelt) || info.Dirless {
 		t.Fatalf("info = %+v", info)
 	}
 	if pn, ok := x.(extension.PlaybookNamer); !ok || pn.PlaybookName(nil) != "look" {

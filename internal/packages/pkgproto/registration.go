@@ -279,7 +279,7 @@ var (
 )
 
 func (x *pkgExecutor) Info() executor.Info {
-	info := executor.Info{Name: x.i.name + "." + x.m.Kind, Transport: executor.TransportNone}
+	info := executor.Info{Name: x.i.name + "." + x.m.Kind, Transport: executor.TransportNone, Dirless: x.m.Dir != nil && !*x.m.Dir}
 	if x.m.Toolbelt {
 		info.Transport = executor.TransportOS
 		info.Capabilities = append(info.Capabilities, executor.CapToolbelt)
