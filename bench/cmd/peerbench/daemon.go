@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,6 +359,10 @@ const (
 // own POST /v1/work (one transaction), from creators at once, and waits
 // until none is left unfinished.
 func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*schedResult, error) {
+	commits0, err := d.commits(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cpu0, err := cpuTime(d.pid())
 	if err != nil {
 		return nil, err
@@ -405,6 +412,10 @@ func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*
 	if err != nil {
 		return nil, err
 	}
+	commits1, err := d.commits(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, st := range []string{api.WorkFailed, api.WorkCancelled} {
 		l, err := d.c.ListWork(ctx, client.WorkFilter{Scope: scope, State: st, Page: client.Page{Limit: 1}})
 		if err != nil {
@@ -414,7 +425,47 @@ func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*
 			return nil, fmt.Errorf("a Work of scope %s ended %s; the daemon's log is %s", scope, st, d.logPath)
 		}
 	}
-	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0}, nil
+	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0, commits: commits1 - commits0}, nil
+}
+
+// commitsMetric is the daemon's count of committed write transactions:
+// on both engines one per batch of group commit.
+const commitsMetric = "open_conduit_store_commit_seconds_count"
+
+// commits reads commitsMetric from the daemon's GET /metrics.
+func (d *daemon) commits(ctx context.Context) (float64, error) {
+	token, err := os.ReadFile(filepath.Join(d.state, "private", "operator.token"))
+	if err != nil {
+		return 0, err
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "unix", filepath.Join(d.state, "management.sock"))
+	}}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://daemon/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, commitsMetric+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("GET /metrics has no %s", commitsMetric)
 }
 
 // countFsyncs runs the scheduling workload of n Work with strace counting

@@ -40,6 +40,7 @@ type schedResult struct {
 	elapsed time.Duration
 	perSec  float64
 	cpu     time.Duration // server CPU, where it has a process of its own
+	commits float64       // write transactions the daemon committed (its batches), where known
 }
 
 // runRiver runs one round of River in dir.
