@@ -339,10 +339,20 @@ type claimPlan struct {
 // or executor is unavailable and it was held, or a start gate parked or
 // refused it).
 func (s *Scheduler) planClaim(ctx context.Context, w storage.Work) (*claimPlan, error) {
-	live, err := s.store.GetLiveExecution(ctx, w.ID)
-	hasLive := err == nil
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
+	// A Work no attempt has claimed yet has no execution, so its live
+	// one is not read (a read that finds nothing, per new Work). Were
+	// one there all the same, the claim's insert would be refused by
+	// the one-live-execution-per-Work index and the Work skipped, as a
+	// Work with a running execution is skipped here.
+	var live storage.Execution
+	var hasLive bool
+	if w.Attempts > 0 {
+		var err error
+		live, err = s.store.GetLiveExecution(ctx, w.ID)
+		hasLive = err == nil
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
 	}
 	if hasLive && live.State != storage.ExecutionParked {
 		return nil, nil

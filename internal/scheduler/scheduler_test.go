@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,6 +334,54 @@ func TestDeclaredWaitBackscansEventsBeforeRegistration(t *testing.T) {
 	res := h.resumer.Next(t)
 	if res.Kind != "resume" || res.Req.Epoch != 2 {
 		t.Fatalf("after a backscanned wake: %s %+v", res.Kind, res.Req)
+	}
+}
+
+// liveReads counts GetLiveExecution by Work.
+type liveReads struct {
+	storage.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *liveReads) GetLiveExecution(ctx context.Context, workID string) (storage.Execution, error) {
+	l.mu.Lock()
+	l.n[workID]++
+	l.mu.Unlock()
+	return l.Store.GetLiveExecution(ctx, workID)
+}
+
+func (l *liveReads) of(workID string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[workID]
+}
+
+// A new Work's claim does not read its (absent) live execution; a woken
+// Work's does, and resumes the parked one.
+func TestClaimReadsLiveExecutionOnlyAfterAnAttempt(t *testing.T) {
+	var lr *liveReads
+	h := buildHarness(t, t.TempDir(), nil, func(s storage.Store) storage.Store {
+		lr = &liveReads{Store: s, n: map[string]int{}}
+		return lr
+	})
+	t.Cleanup(h.close)
+	w := h.create("br")
+	h.tick()
+	seg := h.resumer.Next(t)
+	if n := lr.of(w.ID); n != 0 {
+		t.Fatalf("a new Work's claim read its live execution %d times", n)
+	}
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"never.comes"}, Timeout: 10 * time.Minute}})
+	h.finish(seg, executor.Result{Outcome: executor.Suspended})
+	h.clock.Advance(11 * time.Minute)
+	h.tick()
+	res := h.resumer.Next(t)
+	if res.Kind != "resume" || res.Req.ExecutionID != seg.Req.ExecutionID || res.Req.Epoch != 2 {
+		t.Fatalf("after the timeout: %s %+v", res.Kind, res.Req)
+	}
+	if n := lr.of(w.ID); n == 0 {
+		t.Fatal("a woken Work was claimed without reading its parked execution")
 	}
 }
 
