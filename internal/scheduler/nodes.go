@@ -156,7 +156,8 @@ func (s *Scheduler) stopLeft(seg *segment) {
 // that stayed up: its processes ran on under their supervisors). Such an
 // attempt finished lost at an epoch past its launch (lostElsewhere never
 // marks a launch; a recovery here always does). A process already gone is
-// left as it is; an execution whose directory is gone is skipped.
+// left as it is; an execution whose directory is gone is skipped, and
+// so is one of a Dirless executor, which never had one.
 func (s *Scheduler) stopLostElsewhere(ctx context.Context) error {
 	if s.o.Node == "" {
 		return nil
@@ -175,12 +176,13 @@ func (s *Scheduler) stopLostElsewhere(ctx context.Context) error {
 				continue
 			}
 			ex := s.executor(exe.Executor)
-			dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
 			if ex != nil && ex.Info().Dirless {
-				// Nothing on disk tells whether something is left:
-				// ask the executor to stop it anyway.
-				dir = ""
-			} else if _, err := os.Stat(dir); err != nil {
+				// Nothing of its segments is on disk to find, as for
+				// an execution whose directory is gone.
+				continue
+			}
+			dir := filepath.Join(s.o.ExecutionsDir, exe.ID)
+			if _, err := os.Stat(dir); err != nil {
 				continue
 			}
 			if ex == nil {

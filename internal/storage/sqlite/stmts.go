@@ -18,7 +18,7 @@ const maxCachedStmts = 512
 // stmtCache keeps prepared statements, so that the SQL text of a query is
 // parsed once per connection instead of on every call (parsing was the
 // largest cost of a small query). The readers' cache prepares on their
-// pool; the writer's on its one held connection (writerConn), where a
+// pool; the writer's on its one held connection (Store.wconn), where a
 // statement can be prepared at any moment, inside a transaction too.
 type stmtCache struct {
 	prep func(ctx context.Context, query string) (*sql.Stmt, error)
