@@ -195,6 +195,7 @@ func (d *Daemon) sweep(ctx context.Context) {
 	}
 	d.sweepRuns(ctx)
 	d.sweepWorkspaces(ctx)
+	d.sweepExecutionDirs(ctx)
 }
 
 // sweepStore runs the sweeps of store rows (toolbelt records,
@@ -222,6 +223,17 @@ func (d *Daemon) sweepWorkspaces(ctx context.Context) {
 		d.sweepFailed(ctx, "workspace sweep failed", err)
 	} else if n > 0 {
 		d.log.Info("workspaces swept", "workspaces", n)
+	}
+}
+
+// sweepExecutionDirs removes the executions' own directories a day after
+// they finished (scheduler.SweepExecutionDirs).
+func (d *Daemon) sweepExecutionDirs(ctx context.Context) {
+	n, err := d.sched.SweepExecutionDirs(ctx)
+	if err != nil {
+		d.sweepFailed(ctx, "execution directory sweep failed", err)
+	} else if n > 0 {
+		d.log.Info("execution directories swept", "directories", n)
 	}
 }
 
