@@ -17,15 +17,28 @@ import (
 // supervisor record, status, raw output and working directory.
 const KeepEndedDirs = 24 * time.Hour
 
+// maxDirSweep bounds the directories one sweep removes, so that a state
+// directory holding many (those an earlier version never removed) is
+// drained over several passes instead of holding up one, the start-up
+// sweep before the daemon is ready among them.
+var maxDirSweep = 1000
+
 // SweepExecutionDirs removes the directories under ExecutionsDir of
-// executions that finished at least KeepEndedDirs ago. It keeps the directory of a live execution, of one whose record
-// cannot be read now, and of an attempt this node launched that another
-// node recovered as lost (the start-up stop of what is left of it finds
-// it by its directory, see stopLostElsewhere; such a directory is
-// removed by hand). A directory that names no execution the store knows
-// is removed once it is KeepEndedDirs old by its modification time.
-// Entries that are not execution directories are left alone. It returns
-// how many it removed.
+// executions that finished at least KeepEndedDirs ago, at most
+// maxDirSweep a pass. It keeps the directory of a live execution, of one
+// whose record cannot be read now, and of an attempt this node launched
+// that another node recovered as lost (the start-up stop of what is left
+// of it finds it by its directory, see stopLostElsewhere; such a
+// directory is removed by hand). A directory that names no execution the
+// store knows is removed once it is KeepEndedDirs old. Entries that are
+// not execution directories are left alone. It returns how many it
+// removed.
+//
+// A directory whose entries changed less than KeepEndedDirs ago (by its
+// modification time) is kept without reading its execution: its
+// execution finished after that change, if it finished, so less than
+// KeepEndedDirs ago. Each pass reads only the executions of directories
+// older than that.
 //
 // What an ended execution produced that outlives it is kept elsewhere
 // already: its output and files as artifacts, its record in storage.
@@ -44,17 +57,21 @@ func (s *Scheduler) SweepExecutionDirs(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			return removed, ctx.Err()
 		}
+		if removed >= maxDirSweep {
+			break
+		}
 		id := en.Name()
 		if !en.IsDir() || !ids.HasPrefix(id, ids.Execution) {
+			continue
+		}
+		if fi, err := en.Info(); err != nil || now.Sub(fi.ModTime()) < KeepEndedDirs {
 			continue
 		}
 		exe, err := s.store.GetExecution(ctx, id)
 		remove := false
 		switch {
 		case storage.IsNotFound(err):
-			if fi, err := en.Info(); err == nil && now.Sub(fi.ModTime()) >= KeepEndedDirs {
-				remove = true
-			}
+			remove = true
 		case err != nil:
 			// Kept until it can be judged.
 		case exe.Live():

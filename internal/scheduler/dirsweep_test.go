@@ -107,3 +107,36 @@ func TestSweepKeepsWhatAnotherNodeRecoveredAsLost(t *testing.T) {
 		t.Fatalf("the sweep removed %d, the lost attempt's directory exists %v; want it kept", n, exists(seg.Req.Dir))
 	}
 }
+
+// A directory whose entries changed within the day is kept, whenever its
+// execution finished; and one pass removes at most its bound.
+func TestSweepExecutionDirsByAgeAndBound(t *testing.T) {
+	h := newHarness(t, nil)
+	var segs []string
+	for range 3 {
+		h.create("b1")
+		h.tick()
+		seg := h.plain.Next(t)
+		h.finish(seg, executor.Result{Outcome: executor.Succeeded})
+		segs = append(segs, seg.Req.Dir)
+	}
+	h.clock.Advance(scheduler.KeepEndedDirs)
+	// Touched just now by the harness's clock: kept.
+	if err := os.Chtimes(segs[0], h.clock.Now(), h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	scheduler.SetMaxDirSweep(t, 1)
+	if n := h.sweepDirs(t); n != 1 {
+		t.Fatalf("a pass bounded to 1 removed %d", n)
+	}
+	if n := h.sweepDirs(t); n != 1 {
+		t.Fatalf("the second bounded pass removed %d", n)
+	}
+	if n := h.sweepDirs(t); n != 0 || !exists(segs[0]) || exists(segs[1]) || exists(segs[2]) {
+		t.Fatalf("the third pass removed %d; left %v %v %v, want only the touched one left", n, exists(segs[0]), exists(segs[1]), exists(segs[2]))
+	}
+	h.clock.Advance(scheduler.KeepEndedDirs)
+	if n := h.sweepDirs(t); n != 1 || exists(segs[0]) {
+		t.Fatalf("a day after its change the touched directory is still there (%d removed)", n)
+	}
+}

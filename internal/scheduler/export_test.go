@@ -56,3 +56,11 @@ func (s *Scheduler) QueuedLaunchMarks() int {
 	defer s.marks.mu.Unlock()
 	return len(s.marks.queue)
 }
+
+// SetMaxDirSweep sets how many directories one SweepExecutionDirs pass
+// removes, until the test ends.
+func SetMaxDirSweep(t interface{ Cleanup(func()) }, n int) {
+	old := maxDirSweep
+	maxDirSweep = n
+	t.Cleanup(func() { maxDirSweep = old })
+}
