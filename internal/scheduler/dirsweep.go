@@ -35,10 +35,12 @@ var maxDirSweep = 1000
 // removed.
 //
 // A directory whose entries changed less than KeepEndedDirs ago (by its
-// modification time) is kept without reading its execution: its
-// execution finished after that change, if it finished, so less than
-// KeepEndedDirs ago. Each pass reads only the executions of directories
-// older than that.
+// modification time) is kept without reading its execution. A segment's
+// last change to its directory comes before its execution finishes, so
+// such an execution finished less than KeepEndedDirs ago, if at all; a
+// directory something changed later still (a process that outlived a
+// lost attempt, say) is only kept longer. Each pass reads only the
+// executions of directories older than that.
 //
 // What an ended execution produced that outlives it is kept elsewhere
 // already: its output and files as artifacts, its record in storage.
