@@ -97,11 +97,7 @@ func TestSweepKeepsWhatAnotherNodeRecoveredAsLost(t *testing.T) {
 	h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	b := newPeer(t, h, "daemon-b", "nod_b", nil)
-	h.clock.Advance(31 * time.Second)
-	if n, err := b.s.RecoverExpired(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recovery on the second node: %d, %v", n, err)
-	}
+	lostOnPeer(t, h)
 	h.clock.Advance(2 * scheduler.KeepEndedDirs)
 	if n := h.sweepDirs(t); n != 0 || !exists(seg.Req.Dir) {
 		t.Fatalf("the sweep removed %d, the lost attempt's directory exists %v; want it kept", n, exists(seg.Req.Dir))

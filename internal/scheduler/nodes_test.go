@@ -62,6 +62,18 @@ func (p *peer) tick(t *testing.T) {
 	p.s.WaitPrepared(context.Background())
 }
 
+// lostOnPeer lets the harness's lease lapse and has a daemon of another
+// node, daemon-b on nod_b, recover its one running attempt as lost.
+func lostOnPeer(t *testing.T, h *harness) *peer {
+	t.Helper()
+	b := newPeer(t, h, "daemon-b", "nod_b", nil)
+	h.clock.Advance(31 * time.Second)
+	if n, err := b.s.RecoverExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("recovery on the second node: %d, %v", n, err)
+	}
+	return b
+}
+
 func onNode(node string) func(*scheduler.Options) {
 	return func(o *scheduler.Options) { o.Node = node }
 }
@@ -128,11 +140,7 @@ func TestExpiredAttemptOfAnotherNodeIsLostAndRetried(t *testing.T) {
 	w := h.create("b1")
 	h.tick()
 	seg := h.plain.Next(t)
-	b := newPeer(t, h, "daemon-b", "nod_b", nil)
-	h.clock.Advance(31 * time.Second)
-	if n, err := b.s.RecoverExpired(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recovery on the second node: %d, %v", n, err)
-	}
+	b := lostOnPeer(t, h)
 	exe := h.execution(seg.Req.ExecutionID)
 	if exe.State != storage.ExecutionFinished || exe.Result != storage.ResultLost || exe.Epoch != 2 || exe.Owner != "daemon-b" || exe.Node != "nod_a" {
 		t.Fatalf("the recovered execution: %+v, want finished lost at epoch 2 by daemon-b, node nod_a", exe)
@@ -345,11 +353,7 @@ func awaitGone(t *testing.T, pid int, what string) {
 // running, so that a retry never runs beside it.
 func TestTakeOverByAnotherNodeStopsTheShellProcessLeftHere(t *testing.T) {
 	h, w, pid := startShellOnNodeA(t)
-	peerB := newPeer(t, h, "daemon-b", "nod_b", nil)
-	h.clock.Advance(31 * time.Second)
-	if n, err := peerB.s.RecoverExpired(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recovery on the second node: %d, %v", n, err)
-	}
+	lostOnPeer(t, h)
 	if got := h.work(w.ID); got.BlockedReason != kernel.HoldAttemptLost {
 		t.Fatalf("the Work is held %q, want attempt_lost", got.BlockedReason)
 	}
@@ -369,11 +373,7 @@ func TestTakeOverByAnotherNodeStopsTheShellProcessLeftHere(t *testing.T) {
 func TestRestartStopsWhatAnotherNodeRecoveredAsLost(t *testing.T) {
 	h, w, pid := startShellOnNodeA(t)
 	h.s.Close() // the first daemon stops; the command runs on
-	peerB := newPeer(t, h, "daemon-b", "nod_b", nil)
-	h.clock.Advance(31 * time.Second)
-	if n, err := peerB.s.RecoverExpired(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recovery on the second node: %d, %v", n, err)
-	}
+	lostOnPeer(t, h)
 	if err := unix.Kill(pid, 0); err != nil {
 		t.Fatalf("the command is gone before its node's daemon started again: %v", err)
 	}
