@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/internal/scheduler"
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -54,5 +55,34 @@ func TestAQuickBindingIsClaimedManyARound(t *testing.T) {
 				t.Fatalf("more segments started than claimed: %+v", seg.Req)
 			}
 		})
+	}
+}
+
+// The Work of a binding at its preparation limit is passed over, and a
+// round still reaches a claimable Work listed far behind them: the list
+// grows past the first few times the free slots.
+func TestARoundReachesWorkBehindABindingAtItsLimit(t *testing.T) {
+	h := buildHarness(t, t.TempDir(), func(o *scheduler.Options) {
+		o.Limits.MaxRunning = scheduler.PreparePerBinding + 1
+	}, nil)
+	defer h.close()
+	// More than 64 Work of a binding that needs its secrets (held to
+	// PreparePerBinding a round), then one of a quick binding.
+	for range 70 {
+		h.create("b1")
+		h.clock.Advance(time.Second)
+	}
+	behind := h.create("bn")
+	ctx := context.Background()
+	n, err := h.s.Claim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != scheduler.PreparePerBinding+1 {
+		t.Fatalf("one round claimed %d, want %d of the first binding and the Work behind them", n, scheduler.PreparePerBinding+1)
+	}
+	h.s.WaitPrepared(ctx)
+	if seg := h.silent.Next(t); seg.Req.WorkID != behind.ID {
+		t.Fatalf("the quick binding's segment is of %s, want %s", seg.Req.WorkID, behind.ID)
 	}
 }

@@ -242,7 +242,7 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 	// a round's cost), and more, up to storage.MaxLimit, only when those
 	// were passed over with slots left.
 	seen := map[string]bool{}
-	for limit := min(max(4*slots, 64), storage.MaxLimit); ; limit = min(4*limit, storage.MaxLimit) {
+	for limit := min(max(4*slots, 8), storage.MaxLimit); ; limit = min(4*limit, storage.MaxLimit) {
 		cands, err := s.store.ListClaimable(ctx, limit)
 		if err != nil {
 			errs = append(errs, err)
