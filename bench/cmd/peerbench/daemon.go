@@ -367,6 +367,7 @@ func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*
 	if err != nil {
 		return nil, err
 	}
+	children0 := descendantsCPU(d.pid())
 	jobs := make(chan struct{}, n)
 	for range n {
 		jobs <- struct{}{}
@@ -412,6 +413,7 @@ func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*
 	if err != nil {
 		return nil, err
 	}
+	children1 := descendantsCPU(d.pid())
 	commits1, err := d.commits(ctx)
 	if err != nil {
 		return nil, err
@@ -425,7 +427,7 @@ func (d *daemon) runSched(ctx context.Context, scope string, n, creators int) (*
 			return nil, fmt.Errorf("a Work of scope %s ended %s; the daemon's log is %s", scope, st, d.logPath)
 		}
 	}
-	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0, commits: commits1 - commits0}, nil
+	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0, commits: commits1 - commits0, children: children1 - children0}, nil
 }
 
 // commitsMetric is the daemon's count of committed write transactions:

@@ -290,6 +290,7 @@ func report(w io.Writer, o options, rs []round, fsyncs float64, fsyncOK bool, ev
 	noopCPU := perRound(rs, func(r round) float64 { return msf(r.noop.cpu) / float64(r.noop.n) })
 	noopRatio := perRound(rs, func(r round) float64 { return r.noop.perSec / r.river.perSec })
 	noopCommits := perRound(rs, func(r round) float64 { return r.noop.commits / float64(r.noop.n) })
+	noopChildCPU := perRound(rs, func(r round) float64 { return msf(r.noop.children) / float64(r.noop.n) })
 	inner := perRound(rs, func(r round) float64 { return r.inner.perSec })
 	innerCPU := perRound(rs, func(r round) float64 { return msf(r.inner.cpu) / float64(r.inner.n) })
 	innerRatio := perRound(rs, func(r round) float64 { return r.inner.perSec / r.river.perSec })
@@ -316,6 +317,7 @@ func report(w io.Writer, o options, rs []round, fsyncs float64, fsyncOK bool, ev
 	}
 	fmt.Fprintf(w, "| server CPU per emit (daemon utime+stime ÷ emits) | %.3f ms vs the floor's %.3f ms | %.1f× | ≤ 0.25 ms |\n", emitCPU, floorCPU, cpuRatio)
 	fmt.Fprintf(w, "| daemon CPU per Work (scheduling round): no-op package / shell `true` | %.2f / %.2f ms | | |\n", noopCPU, schedCPU)
+	fmt.Fprintf(w, "| CPU per Work of the no-op package's own process (under the daemon's reaper; beside the daemon's) | %.2f ms | | |\n", noopChildCPU)
 	fmt.Fprintf(w, "| write transactions committed per Work through the daemon (no-op package; its batches, from `%s`) | %.2f | | |\n", commitsMetric, noopCommits)
 	fmt.Fprintf(w, "| process CPU per Work in process (store, kernel, scheduler and the creators) | %.2f ms | | |\n", innerCPU)
 	fmt.Fprintf(w, "| daemon threads per live execution | %.0f threads idle, %.0f with %d sleeping executions | %.2f per execution | O(1) |\n", threads0, threadsN, o.clients, threadsPer)

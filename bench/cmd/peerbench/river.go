@@ -41,6 +41,9 @@ type schedResult struct {
 	perSec  float64
 	cpu     time.Duration // server CPU, where it has a process of its own
 	commits float64       // write transactions the daemon committed (its batches), where known
+	// children is the CPU of the daemon's descendant processes that
+	// ran through the round (a package's process), where known.
+	children time.Duration
 }
 
 // runRiver runs one round of River in dir.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,5 +56,29 @@ func TestStraceCalls(t *testing.T) {
 	}
 	if n != 1895 {
 		t.Errorf("straceCalls = %d, want 1895", n)
+	}
+}
+
+// A descendant that has used CPU is counted for its ancestors, and for
+// nobody else.
+func TestDescendantsCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	// A grandchild: sh runs the busy sh as its own child.
+	cmd := exec.Command("sh", "-c", `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 60'; :`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for descendantsCPU(os.Getpid()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the busy grandchild's CPU was never counted for its grandparent")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := descendantsCPU(1 << 30); got != 0 {
+		t.Fatalf("a pid no process has was given %v of descendants' CPU", got)
 	}
 }
