@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/open-conduit/open-conduit/internal/reaper"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of utime and stime in
@@ -55,44 +57,10 @@ func cpuTime(pid int) (time.Duration, error) {
 // the daemon). A process that exits between two readings is counted by
 // neither: only long-lived ones are measured.
 func descendantsCPU(pid int) time.Duration {
-	procs, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	cpu := map[int]time.Duration{}
-	for _, p := range procs {
-		id, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", id))
-		if err != nil {
-			continue
-		}
-		stat := string(b)
-		i := strings.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(stat[i+1:])
-		// f[1] is field 4, the parent's pid.
-		if len(f) < 2 {
-			continue
-		}
-		pp, err := strconv.Atoi(f[1])
-		if err != nil {
-			continue
-		}
-		parent[id] = pp
-		if c, err := parseCPU(stat); err == nil {
-			cpu[id] = c
-		}
-	}
 	var sum time.Duration
-	for id, c := range cpu {
-		for p, seen := parent[id], 0; p > 0 && seen < 64; p, seen = parent[p], seen+1 {
-			if p == pid {
-				sum += c
-				break
-			}
+	for _, d := range reaper.Descendants(pid) {
+		if c, err := cpuTime(d); err == nil {
+			sum += c
 		}
 	}
 	return sum
