@@ -70,24 +70,22 @@ type poolQuerier struct {
 	c  *stmtCache
 }
 
-func (p poolQuerier) stmt(ctx context.Context, query string) *sql.Stmt { return p.c.stmt(ctx, query) }
-
 func (p poolQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.stmt(ctx, query); st != nil {
+	if st := p.c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return p.db.ExecContext(ctx, query, args...)
 }
 
 func (p poolQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.stmt(ctx, query); st != nil {
+	if st := p.c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return p.db.QueryContext(ctx, query, args...)
 }
 
 func (p poolQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.stmt(ctx, query); st != nil {
+	if st := p.c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return p.db.QueryRowContext(ctx, query, args...)
