@@ -77,9 +77,9 @@ func (s *Scheduler) SweepExecutionDirs(ctx context.Context) (int, error) {
 		case err != nil:
 			// Kept until it can be judged.
 		case exe.Live():
-		case exe.Result == storage.ResultLost && exe.LaunchedEpoch > 0 && exe.LaunchedEpoch < exe.Epoch:
-			// Recovered as lost by another node after this one
-			// launched it: its process may still be running here.
+		case lostElsewhereAfterLaunch(exe):
+			// Its process may still run here: the start-up stop
+			// finds it by this directory.
 		default:
 			remove = !now.Before(exe.UpdatedAt.Add(KeepEndedDirs))
 		}

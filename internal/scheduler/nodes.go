@@ -150,6 +150,15 @@ func (s *Scheduler) stopLeft(seg *segment) {
 	}()
 }
 
+// lostElsewhereAfterLaunch reports whether exe finished lost at an epoch
+// past its launch: an attempt launched here that another node recovered
+// as lost (lostElsewhere never marks a launch; a recovery here always
+// does), whose process may still run here.
+func lostElsewhereAfterLaunch(exe storage.Execution) bool {
+	return exe.State == storage.ExecutionFinished && exe.Result == storage.ResultLost &&
+		exe.LaunchedEpoch > 0 && exe.LaunchedEpoch < exe.Epoch
+}
+
 // stopLostElsewhere stops, in the background, the process of every
 // attempt this node launched that another node recovered as lost while
 // no daemon of this node ran (a daemon down longer than a lease on a host
@@ -172,7 +181,7 @@ func (s *Scheduler) stopLostElsewhere(ctx context.Context) error {
 			return err
 		}
 		for _, exe := range page {
-			if exe.LaunchedEpoch == 0 || exe.LaunchedEpoch >= exe.Epoch {
+			if !lostElsewhereAfterLaunch(exe) {
 				continue
 			}
 			ex := s.executor(exe.Executor)
