@@ -166,7 +166,7 @@ func runInProcess(ctx context.Context, dir string, n, creators int, profile stri
 	if err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start)
+	noticed := time.Since(start)
 	cpu := selfCPU() - cpu0
 	_, ok, err := tally(ctx, store)
 	if err != nil {
@@ -175,7 +175,37 @@ func runInProcess(ctx context.Context, dir string, n, creators int, profile stri
 	if ok != n {
 		return nil, fmt.Errorf("in process: %d of %d Work succeeded", ok, n)
 	}
-	return &schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu}, nil
+	last, err := lastFinish(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	// As through the daemon (finishedSpan): the round ends at the last
+	// Work's recorded finish, not when the poll noticed it.
+	elapsed := last.Sub(start.Round(0))
+	return &schedResult{n: n, elapsed: elapsed, lag: noticed - elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu}, nil
+}
+
+// lastFinish is the latest finish (updated_at) of the store's succeeded
+// Work; the store holds one round's.
+func lastFinish(ctx context.Context, store *sqlite.Store) (time.Time, error) {
+	var last time.Time
+	page := storage.Page{Limit: storage.MaxLimit}
+	for {
+		ws, err := store.ListWork(ctx, &storage.ListWorkParams{State: storage.WorkSucceeded, Page: page})
+		if err != nil {
+			return time.Time{}, err
+		}
+		for _, w := range ws {
+			if w.UpdatedAt.After(last) {
+				last = w.UpdatedAt
+			}
+		}
+		if len(ws) < page.Limit {
+			return last, nil
+		}
+		end := ws[len(ws)-1]
+		page.After = &storage.Position{CreatedAt: end.CreatedAt, ID: end.ID}
+	}
 }
 
 // tally counts the finished Work and those that succeeded.

@@ -234,7 +234,11 @@ func runClusterSched(ctx context.Context, ds []*daemon, n, creators int) (*clust
 	if err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start)
+	noticed := time.Since(start)
+	elapsed, err := finishedSpan(ctx, c, "sched", start, n)
+	if err != nil {
+		return nil, err
+	}
 	cpu1, err := cpu()
 	if err != nil {
 		return nil, err
@@ -248,7 +252,7 @@ func runClusterSched(ctx context.Context, ds []*daemon, n, creators int) (*clust
 		return nil, err
 	}
 	r := &clusterResult{
-		schedResult: schedResult{n: n, elapsed: elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0},
+		schedResult: schedResult{n: n, elapsed: elapsed, lag: noticed - elapsed, perSec: float64(n) / elapsed.Seconds(), cpu: cpu1 - cpu0},
 		commits:     commits1 - commits0, commitTime: time.Duration((secs1 - secs0) * float64(time.Second)),
 	}
 	for _, k := range owners {

@@ -38,6 +38,10 @@ type riverOptions struct {
 type schedResult struct {
 	n       int
 	elapsed time.Duration
+	// lag is how much later than the last recorded finish the round's
+	// poll noticed that every Work had finished (not counted in elapsed;
+	// 0 for River, whose end is its last completion event).
+	lag     time.Duration
 	perSec  float64
 	cpu     time.Duration // server CPU, where it has a process of its own
 	commits float64       // write transactions the daemon committed (its batches), where known
