@@ -103,14 +103,32 @@ func (c *countingStore) WithTx(ctx context.Context, fn func(tx storage.Tx) error
 // One op is one round; commits/work is the write transactions that
 // committed per Work (claims, launches, completions).
 func BenchmarkClaimCompleteRound(b *testing.B) {
+	claimCompleteRound(b, instant{}, scheduler.Binding{Executor: "instant", Generation: 1})
+}
+
+// BenchmarkClaimCompleteRoundAtClaim is BenchmarkClaimCompleteRound with
+// a binding that selects no secret on a Dirless executor: each segment is
+// prepared before its claim, which inserts it launched (no launch mark).
+func BenchmarkClaimCompleteRoundAtClaim(b *testing.B) {
+	claimCompleteRound(b, dirlessInstant{}, scheduler.Binding{Executor: "instant", Generation: 1, NoSecrets: true})
+}
+
+// dirlessInstant is instant, keeping nothing on disk.
+type dirlessInstant struct{ instant }
+
+func (dirlessInstant) Info() executor.Info {
+	return executor.Info{Name: "instant", Transport: executor.TransportNone, Dirless: true}
+}
+
+func claimCompleteRound(b *testing.B, ex executor.Executor, binding scheduler.Binding) {
 	const per = 4
 	var cs *countingStore
 	h := buildHarness(b, b.TempDir(), func(o *scheduler.Options) {
 		o.Limits.MaxRunning = per
-		o.Executors["instant"] = instant{}
+		o.Executors["instant"] = ex
 		o.Toolbelt, o.ToolbeltEndpoints = nil, nil
 		o.Bindings = func(ctx context.Context, q scheduler.BindingQuery) (scheduler.Binding, error) {
-			return scheduler.Binding{Executor: "instant", Generation: 1}, nil
+			return binding, nil
 		}
 	}, func(s storage.Store) storage.Store { cs = &countingStore{Store: s}; return cs })
 	defer h.close()

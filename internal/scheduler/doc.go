@@ -63,7 +63,11 @@
 // Launch: the last write before an executor may start a process is the
 // launch marker (LaunchedEpoch = Epoch, a fenced update; recovery carries
 // it to its epoch). An attempt recovered without it never ran. A claim
-// whose marker is fenced starts nothing.
+// whose marker is fenced starts nothing. A new attempt whose preparation
+// has nothing that can wait or fail late (no token, endpoint, secret or
+// directory: see prepareAtClaim) is prepared before its claim, and the
+// claim inserts its execution launched: the claim is then that last
+// write, and the segment starts once it commits.
 //
 // One process per Work: no attempt of a Work starts while one of its
 // executions is running, stopping or parked (claim skips such a Work, and

@@ -16,17 +16,21 @@ import (
 // recording is an executor whose segments succeed at once and which
 // records the executions it ran.
 type recording struct {
-	mu  sync.Mutex
-	ran []string
+	mu   sync.Mutex
+	ran  []string
+	reqs []executor.RunRequest
+	// dirless: the executor keeps nothing on disk (executor.Info.Dirless).
+	dirless bool
 }
 
 func (r *recording) Info() executor.Info {
-	return executor.Info{Name: "recording", Transport: executor.TransportNone}
+	return executor.Info{Name: "recording", Transport: executor.TransportNone, Dirless: r.dirless}
 }
 
 func (r *recording) Run(_ context.Context, req executor.RunRequest) (executor.Result, error) {
 	r.mu.Lock()
 	r.ran = append(r.ran, req.ExecutionID)
+	r.reqs = append(r.reqs, req)
 	r.mu.Unlock()
 	return executor.Result{Outcome: executor.Succeeded}, nil
 }
@@ -185,5 +189,127 @@ func TestLaunchMarkFencedNotStarted(t *testing.T) {
 	}
 	if e := h.execution(superseded); e.Launched() || e.Owner != "daemon-2" || e.Epoch != 2 {
 		t.Fatalf("the superseded execution reads %+v, want epoch 2 of daemon-2, not launched", e)
+	}
+}
+
+func (r *recording) requests() []executor.RunRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reqs)
+}
+
+// TestClaimLaunchesAQuickDirlessAttempt: a new attempt with nothing to
+// prepare that could wait (no token, endpoint, secret or directory) is
+// inserted launched by its claim and starts once the claim commits: no
+// MarkLaunched, and its segment gets what a prepared one would (its
+// inputs, the claim's epoch and deadline, no directory).
+func TestClaimLaunchesAQuickDirlessAttempt(t *testing.T) {
+	ex := &recording{dirless: true}
+	ms := &marksStore{}
+	h := launchHarness(t, ex, func(s storage.Store) storage.Store { ms.Store = s; return ms })
+	var works []storage.Work
+	for range 3 {
+		works = append(works, h.create("bi"))
+	}
+	ctx := context.Background()
+	if n, err := h.s.Claim(ctx); err != nil || n != 3 {
+		t.Fatalf("claimed %d: %v", n, err)
+	}
+	for _, ts := range h.s.Tracked() {
+		if err := h.s.WaitSegment(ctx, ts.ExecutionID, ts.Epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls := ms.launches(); len(calls) != 0 {
+		t.Fatalf("MarkLaunched calls %v, want none: the claims are the launches", calls)
+	}
+	reqs := map[string]executor.RunRequest{}
+	for _, r := range ex.requests() {
+		reqs[r.WorkID] = r
+	}
+	for _, w := range works {
+		exes, err := h.store.ListExecutions(ctx, &storage.ListExecutionsParams{Work: w.ID})
+		if err != nil || len(exes) != 1 {
+			t.Fatalf("Work %s's executions %+v (%v), want one", w.ID, exes, err)
+		}
+		e, r := exes[0], reqs[w.ID]
+		if !e.Launched() || e.LaunchedEpoch != 1 {
+			t.Errorf("execution %s reads launched at %d, want 1", e.ID, e.LaunchedEpoch)
+		}
+		if r.ExecutionID != e.ID || r.Epoch != 1 || !r.Deadline.Equal(e.Deadline) || r.Dir != "" {
+			t.Errorf("the segment of %s was asked %+v, want execution %s, epoch 1, deadline %v, no directory", w.ID, r, e.ID, e.Deadline)
+		}
+		if len(r.Events) != 1 || r.Events[0].ID != w.CreatedEvent {
+			t.Errorf("the segment of %s was given events %+v, want its created event %s", w.ID, r.Events, w.CreatedEvent)
+		}
+	}
+	h.tick()
+	for _, w := range works {
+		if got := h.work(w.ID); got.State != storage.WorkSucceeded {
+			t.Errorf("Work %s is %s, want succeeded", w.ID, got.State)
+		}
+	}
+}
+
+// stopAfterInsert cancels the round's context once a transaction that
+// inserted an execution commits: the daemon stopping between a claim and
+// its start.
+type stopAfterInsert struct {
+	storage.Store
+	cancel context.CancelFunc
+}
+
+func (s *stopAfterInsert) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	inserted := false
+	err := s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(insertSeenTx{Tx: tx, seen: &inserted}) })
+	if err == nil && inserted {
+		s.cancel()
+	}
+	return err
+}
+
+type insertSeenTx struct {
+	storage.Tx
+	seen *bool
+}
+
+func (t insertSeenTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	*t.seen = true
+	return t.Tx.InsertExecution(ctx, p)
+}
+
+func (t insertSeenTx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
+	*t.seen = true
+	return t.Tx.InsertExecutions(ctx, ps)
+}
+
+// TestClaimLaunchGivenBackWhenStopped: when the round ends between the
+// claim that launched an attempt and its start, nothing starts and the
+// claim is given back as any unstarted one: the execution finishes
+// cancelled, the Work is ready again and the attempt is not counted.
+func TestClaimLaunchGivenBackWhenStopped(t *testing.T) {
+	ex := &recording{dirless: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := launchHarness(t, ex, func(s storage.Store) storage.Store { return &stopAfterInsert{Store: s, cancel: cancel} })
+	w := h.create("bi")
+	if _, err := h.s.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.WaitPrepared(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ran := ex.executions(); len(ran) != 0 {
+		t.Fatalf("segments run %v, want none", ran)
+	}
+	exes, err := h.store.ListExecutions(context.Background(), &storage.ListExecutionsParams{Work: w.ID})
+	if err != nil || len(exes) != 1 {
+		t.Fatalf("executions %+v (%v), want one", exes, err)
+	}
+	if e := exes[0]; e.State != storage.ExecutionFinished || e.Result != storage.ResultCancelled {
+		t.Fatalf("the execution reads %s/%s, want finished cancelled", e.State, e.Result)
+	}
+	if got := h.work(w.ID); got.State != storage.WorkReady || got.Attempts != 0 || got.Held() {
+		t.Fatalf("the Work reads %s, %d attempts, held %v; want ready, 0 attempts, not held", got.State, got.Attempts, got.Held())
 	}
 }

@@ -279,6 +279,9 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 			break
 		}
 	}
+	for _, p := range plans {
+		s.prepareAtClaim(ctx, p)
+	}
 	started := 0
 	for _, p := range s.claimAll(ctx, plans) {
 		if p.err != nil {
@@ -294,6 +297,17 @@ func (s *Scheduler) Claim(ctx context.Context) (int, error) {
 			kind = kindResume
 		}
 		s.o.Logger.Info("attempt claimed", "work", p.w.ID, "execution", p.exe.ID, "epoch", p.exe.Epoch, "kind", kind)
+		if p.atClaim {
+			// The deadline is the claim's own.
+			req := p.req
+			req.Epoch, req.Deadline = p.exe.Epoch, p.exe.Deadline
+			if s.stopped(ctx) || !s.start(p.exe, kindRun, req, p.ex) {
+				if err := s.giveBack(ctx, p.exe, kindRun, p.w.InputWatermark); err != nil {
+					errs = append(errs, fmt.Errorf("claim %s: %w", p.w.ID, err))
+				}
+			}
+			continue
+		}
 		if err := s.prepare(ctx, p.exe, p.w, p.b, p.ex, kind, p.w.InputWatermark, p.token); err != nil {
 			errs = append(errs, fmt.Errorf("claim %s: %w", p.w.ID, err))
 		}
@@ -326,6 +340,12 @@ type claimPlan struct {
 	// transaction (the toolbelt can, the executor uses it and its
 	// preflight passed).
 	issue bool
+	// atClaim: the segment was prepared before the claim (req, with the
+	// execution id exeID), and the claim inserts its execution launched;
+	// once it commits the segment starts at once (see prepareAtClaim).
+	atClaim bool
+	exeID   string
+	req     executor.RunRequest
 
 	// What the claim's transaction made of it.
 	claimed bool
@@ -503,14 +523,56 @@ func (s *Scheduler) insertExecutionsInTx(ctx context.Context, tx storage.Tx, pla
 	return nil
 }
 
-// newExecution is the new execution of a plan's attempt, claimed at now.
+// newExecution is the new execution of a plan's attempt, claimed at now:
+// launched already when the plan's segment was prepared before its claim.
 func (s *Scheduler) newExecution(p *claimPlan, now time.Time, lim Limits) storage.InsertExecutionParams {
 	w := p.w
-	return storage.InsertExecutionParams{
-		ID: s.o.IDs.New(ids.Execution), Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
-		Generation: p.b.Generation, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease), Deadline: now.Add(lim.AttemptTimeout),
-		InputWatermark: w.InputCount, CreatedAt: now,
+	id := p.exeID
+	if id == "" {
+		id = s.o.IDs.New(ids.Execution)
 	}
+	return storage.InsertExecutionParams{
+		ID: id, Work: w.ID, Scope: w.Scope, Binding: w.Binding, Executor: p.b.Executor,
+		Generation: p.b.Generation, Owner: s.o.Owner, Node: s.o.Node, LeaseExpiresAt: now.Add(lim.Lease), Deadline: now.Add(lim.AttemptTimeout),
+		InputWatermark: w.InputCount, Launched: p.atClaim, CreatedAt: now,
+	}
+}
+
+// prepareAtClaim prepares, before its claim, the segment of a new attempt
+// whose preparation has nothing that can wait or be cut short: no token,
+// no endpoint, no secret the binding selects (quickPrepare), no directory
+// (a Dirless executor), a preflight that passes. It reads the inputs the
+// segment answers (those up to the listed Work's input count, which the
+// claim's revision fence keeps) and resolves its environment, and marks
+// the plan atClaim: its claim then inserts the execution launched, so the
+// claim is the last write before the segment starts, as the launch mark
+// is otherwise (see markLaunched), and no preparation, mark transaction
+// or commit wait stands between claim and start. Anything that fails here
+// leaves the plan to the usual preparation, which holds the Work if it
+// fails again.
+func (s *Scheduler) prepareAtClaim(ctx context.Context, p *claimPlan) {
+	if p.resume || p.hasLive || p.issue || !quickPrepare(p.ex, p.b) || !p.ex.Info().Dirless {
+		return
+	}
+	if pf, ok := p.ex.(executor.Preflighter); ok && pf.Preflight(p.b.Config) != nil {
+		return
+	}
+	w := p.w
+	id := s.o.IDs.New(ids.Execution)
+	events, err := s.segmentEvents(ctx, storage.Execution{Work: w.ID, InputWatermark: w.InputCount}, kindRun, 0)
+	if err != nil {
+		return
+	}
+	req := s.runRequest(storage.Execution{ID: id, Work: w.ID, Scope: w.Scope, Binding: w.Binding, Epoch: 1}, p.b, "")
+	req.Events = events
+	if s.o.Secrets != nil {
+		env, err := s.o.Secrets(ctx, SecretsRequest{ExecutionID: id, WorkID: w.ID, ScopeID: w.Scope, BindingID: w.Binding, Generation: p.b.Generation})
+		if err != nil {
+			return
+		}
+		req.Env = env
+	}
+	p.atClaim, p.exeID, p.req = true, id, req
 }
 
 // claimRestInTx is claimInTx with the plan's Work already moved to
@@ -719,11 +781,7 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 			return abort(kernel.HoldBindingUnavailable, "the execution directory could not be created; check the state directory and retry the Work")
 		}
 	}
-	req := executor.RunRequest{
-		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
-		Config: b.Config, Dir: dir, Deadline: exe.Deadline,
-		Context: executor.ExecutionContext{ToolbeltDir: s.o.ToolbeltDir, PlaybookDir: s.o.PlaybookDir},
-	}
+	req := s.runRequest(exe, b, dir)
 	if kind == kindResume || kind == kindRecover {
 		req.Session = exe.Session
 	}
@@ -788,6 +846,16 @@ func (s *Scheduler) launch(ctx context.Context, exe storage.Execution, w storage
 		return s.giveBack(ctx, exe, kind, prevWatermark)
 	}
 	return nil
+}
+
+// runRequest is the request of a segment of exe under binding b in dir,
+// before its inputs, session, token and environment.
+func (s *Scheduler) runRequest(exe storage.Execution, b Binding, dir string) executor.RunRequest {
+	return executor.RunRequest{
+		ExecutionID: exe.ID, WorkID: exe.Work, ScopeID: exe.Scope, BindingID: exe.Binding, Epoch: exe.Epoch,
+		Config: b.Config, Dir: dir, Deadline: exe.Deadline,
+		Context: executor.ExecutionContext{ToolbeltDir: s.o.ToolbeltDir, PlaybookDir: s.o.PlaybookDir},
+	}
 }
 
 // usesToolbelt says whether a segment of binding b on ex gets a token and

@@ -214,7 +214,11 @@ type InsertExecutionParams struct {
 	LeaseExpiresAt time.Time
 	Deadline       time.Time
 	InputWatermark int64
-	CreatedAt      time.Time
+	// Launched inserts the execution launched at its epoch (1): its
+	// claim is the last write before its segment starts, the launch mark
+	// included (see UpdateExecutionParams.Launched).
+	Launched  bool
+	CreatedAt time.Time
 }
 
 // AdvanceEpochParams starts epoch FromEpoch+1.

@@ -364,13 +364,17 @@ func (t *tx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionP
 // insertExecutions is InsertExecution and InsertExecutions: one INSERT of
 // every row, what naming the statement in its errors.
 func (t *tx) insertExecutions(ctx context.Context, what string, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
-	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?), ", len(ps)), ", ")
-	args := make([]any, 0, 13*len(ps))
+	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 'running', ?, ?, ?, ?), ", len(ps)), ", ")
+	args := make([]any, 0, 14*len(ps))
 	for _, p := range ps {
+		var launched int64
+		if p.Launched {
+			launched = 1
+		}
 		args = append(args, p.ID, p.Work, p.Scope, p.Binding, p.Executor, p.Generation, p.Owner, p.Node, ts(p.LeaseExpiresAt), ts(p.Deadline), p.InputWatermark,
-			ts(p.CreatedAt), ts(p.CreatedAt))
+			launched, ts(p.CreatedAt), ts(p.CreatedAt))
 	}
-	res, err := t.q.QueryContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, created_at, updated_at)
+	res, err := t.q.QueryContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner, node, lease_expires_at, deadline, state, input_watermark, launched_epoch, created_at, updated_at)
 		VALUES `+rows+` ON CONFLICT DO NOTHING RETURNING `+execCols, args...)
 	es, err := collect(res, err, scanExecution)
 	if err != nil {

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -168,6 +169,27 @@ func (t insertsOverTx) InsertExecutions(ctx context.Context, ps []storage.Insert
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// insertForgetsLaunch inserts every execution unlaunched, whatever its
+// claim asked.
+var insertForgetsLaunch = txControl("insert_forgets_launch", "InsertExecution and InsertExecutions drop the launch mark of an execution inserted launched",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return insertUnlaunchedTx{tx} })
+
+type insertUnlaunchedTx struct{ storage.Tx }
+
+func (t insertUnlaunchedTx) InsertExecution(ctx context.Context, p *storage.InsertExecutionParams) (storage.Execution, error) {
+	q := *p
+	q.Launched = false
+	return t.Tx.InsertExecution(ctx, &q)
+}
+
+func (t insertUnlaunchedTx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {
+	qs := slices.Clone(ps)
+	for i := range qs {
+		qs[i].Launched = false
+	}
+	return t.Tx.InsertExecutions(ctx, qs)
 }
 
 var countLeasedCountsParked = stateless("count_leased_counts_parked", "CountLeased counts parked executions, which hold no lease",

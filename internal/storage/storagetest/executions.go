@@ -287,6 +287,7 @@ func executionCases() []Case {
 		{Name: "execution_launch_marker", Run: plain(executionLaunchMarker), Control: forgetsLaunch},
 		{Name: "launches_marked_together", Run: plain(launchesMarkedTogether), Control: marksEveryLaunch},
 		{Name: "executions_inserted_together", Run: plain(executionsInsertedTogether), Control: insertsOverLive},
+		{Name: "executions_inserted_launched", Run: plain(executionsInsertedLaunched), Control: insertForgetsLaunch},
 		{Name: "declaration_one_pending", Run: plain(declarationOnePending), Control: reappliesDeclarations},
 		{Name: "declaration_lookup", Run: plain(declarationLookup), Control: pendingIncludesApplied},
 		{Name: "execution_session_usage", Run: plain(executionSessionUsage), Control: usageReplaced},
@@ -477,6 +478,64 @@ func executionsInsertedTogether(ctx context.Context, s storage.Store) error {
 		want(len(refusedID) == 0, "an execution refused for its taken id left %+v", refusedID),
 		want(len(refusedLive) == 1 && same(refusedLive[0], live), "an execution refused for its Work's live one left %+v", refusedLive))
 	return first(errs...)
+}
+
+// executionsInsertedLaunched: an execution inserted Launched (alone or
+// with others) reads launched at its epoch 1, in its transaction and
+// after it, beside one inserted without it, which reads never launched;
+// its next epoch is not launched until marked in its turn.
+func executionsInsertedLaunched(ctx context.Context, s storage.Store) error {
+	for _, w := range []string{"wrk_1", "wrk_2", "wrk_3"} {
+		if _, err := SeedWork(ctx, s, w); err != nil {
+			return err
+		}
+	}
+	mk := func(id, work string, launched bool) storage.InsertExecutionParams {
+		return storage.InsertExecutionParams{ID: id, Work: work, Scope: "s1", Binding: "b1", Executor: "x", Generation: 1, Owner: "owner-a",
+			LeaseExpiresAt: at(30), Deadline: at(600), Launched: launched, CreatedAt: at(1)}
+	}
+	var alone, inTx storage.Execution
+	var together []storage.Execution
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		one := mk("exe_1", "wrk_1", true)
+		if alone, err = tx.InsertExecution(ctx, &one); err != nil {
+			return err
+		}
+		if together, err = tx.InsertExecutions(ctx, []storage.InsertExecutionParams{mk("exe_2", "wrk_2", true), mk("exe_3", "wrk_3", false)}); err != nil {
+			return err
+		}
+		inTx, err = tx.GetExecution(ctx, "exe_2")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	launched := map[string]bool{}
+	for _, id := range []string{"exe_1", "exe_2", "exe_3"} {
+		e, err := s.GetExecution(ctx, id)
+		if err != nil {
+			return err
+		}
+		launched[id] = e.Launched() && e.LaunchedEpoch == 1
+	}
+	var next storage.Execution
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		next, err = tx.AdvanceEpoch(ctx, &storage.AdvanceEpochParams{ID: "exe_1", FromEpoch: 1, FromStates: []storage.ExecutionState{storage.ExecutionRunning},
+			Owner: "owner-b", LeaseExpiresAt: at(90), Now: at(3)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return first(
+		want(alone.Launched() && alone.LaunchedEpoch == 1, "an execution inserted launched reads launched at %d", alone.LaunchedEpoch),
+		want(len(together) == 2, "inserted %d executions together, want 2", len(together)),
+		want(inTx.Launched(), "the inserting transaction reads exe_2 launched at %d", inTx.LaunchedEpoch),
+		want(launched["exe_1"] && launched["exe_2"] && !launched["exe_3"], "launched after commit: %v, want exe_1 and exe_2 only", launched),
+		want(next.LaunchedEpoch == 1 && !next.Launched(), "the next epoch reads launched at %d (launched %v), want 1 and not launched", next.LaunchedEpoch, next.Launched()),
+	)
 }
 
 // launchesMarkedTogether: MarkLaunched marks, in one call, each launch
