@@ -25,7 +25,7 @@ type TestMigration struct {
 func ApplyMigrationsForTest(ctx context.Context, db *sql.DB, ms []TestMigration) error {
 	var list []migration
 	for _, m := range ms {
-		list = append(list, migration{version: m.Version, name: m.Name, sql: m.SQL})
+		list = append(list, newMigration(m.Version, m.Name, m.SQL))
 	}
 	return applyMigrations(ctx, db, clock.System{}, list)
 }

@@ -23,6 +23,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -214,6 +215,21 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// noForeignKeys: the migration rebuilds tables that others reference,
+	// so it runs with foreign keys off and checks them before its commit
+	// (its first line is fkOffLine).
+	noForeignKeys bool
+}
+
+// fkOffLine, as a migration's first line, runs it with foreign keys off:
+// SQLite's procedure for a table rebuild (create, copy, drop, rename)
+// needs them off, which can only be set outside a transaction.
+const fkOffLine = "-- foreign_keys: off"
+
+// newMigration is migration version of name with body sql.
+func newMigration(version int, name, sql string) migration {
+	first, _, _ := strings.Cut(sql, "\n")
+	return migration{version: version, name: name, sql: sql, noForeignKeys: strings.TrimSpace(first) == fkOffLine}
 }
 
 // migrations lists the embedded migrations in order. Their file names are
@@ -243,7 +259,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(body)})
+		out = append(out, newMigration(v, strings.TrimSuffix(rest, ".sql"), string(body)))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	return out, nil
@@ -316,7 +332,28 @@ func appliedVersions(ctx context.Context, db *sql.DB) ([]int, error) {
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) error {
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+	}
+	defer conn.Close()
+	if m.noForeignKeys {
+		var was int
+		if err := conn.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&was); err != nil {
+			return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+		}
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
+		}
+		// Whatever happens, the connection goes back to the pool with
+		// foreign keys as they were; one that cannot be is not reused.
+		defer func() {
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = `+strconv.Itoa(was)); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
 	}
@@ -331,8 +368,23 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) 
 	if done > 0 {
 		return nil
 	}
+	var dangling int
+	if m.noForeignKeys {
+		if dangling, err = danglingRows(ctx, tx); err != nil {
+			return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
+	}
+	if m.noForeignKeys {
+		after, err := danglingRows(ctx, tx)
+		if err == nil && after > dangling {
+			err = fmt.Errorf("it would leave %d rows referencing rows that do not exist; the database is unchanged: report this with the release's version", after-dangling)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, at.UnixNano()); err != nil {
@@ -342,6 +394,22 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, at time.Time) 
 		return fmt.Errorf("sqlite: migration %04d: %w", m.version, err)
 	}
 	return nil
+}
+
+// danglingRows counts the rows whose foreign keys reference a row that
+// does not exist. A migration run with foreign keys off must not add any;
+// rows a damaged database had before it are left as they were.
+func danglingRows(ctx context.Context, tx *sql.Tx) (int, error) {
+	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
 }
 
 // ArtifactBlobs keeps artifact bytes as files in dir, beside the
