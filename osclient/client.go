@@ -1,7 +1,8 @@
 // Package osclient is the Go client of an execution's toolbelt socket, as
 // docs/toolbelt.md fixes the wire protocol: HTTP/1.1 over the Unix socket
-// named by OS_ENDPOINT, with the bearer token read from OS_TOKEN_FILE on
-// every call (the host rotates it by rename). The os CLI is built on it, and
+// named by OS_ENDPOINT, with the bearer token read from OS_TOKEN_FILE (the
+// host rotates it by rename: every call checks that the file is the one it
+// read, and reads it again when it is not). The os CLI is built on it, and
 // any program running inside an execution may use it.
 //
 // It must never print, log or return the token, put it anywhere but the
@@ -20,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/api"
@@ -56,6 +58,16 @@ type Client struct {
 	endpoint  string
 	tokenFile string
 	hc        *http.Client
+
+	// mu guards read, the token file as last read.
+	mu   sync.Mutex
+	read readToken
+}
+
+// readToken is a token and the file it was read from, as stat saw it.
+type readToken struct {
+	token string
+	file  os.FileInfo
 }
 
 // New returns a client of the socket at endpoint, authenticating with the
@@ -171,6 +183,13 @@ func (c *Client) do(hreq *http.Request, out any) error {
 		return &Error{Code: CodeEndpointUnreachable, Message: fmt.Sprintf("cannot reach the toolbelt socket %s: %v", c.endpoint, unwrapURLError(err))}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The token was refused: the next call reads the file again,
+		// whatever stat says of it.
+		c.mu.Lock()
+		c.read = readToken{}
+		c.mu.Unlock()
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
 		return &Error{Code: CodeEndpointUnreachable, Message: fmt.Sprintf("the toolbelt socket %s closed the connection mid-response: %v", c.endpoint, err)}
@@ -191,24 +210,47 @@ func (c *Client) do(hreq *http.Request, out any) error {
 	return nil
 }
 
-// token re-reads the token file: the host replaces it by rename whenever it
-// rotates the token, so a cached copy would go stale.
+// token is the token in the token file. The host replaces the file by
+// rename whenever it rotates the token, so each call stats it: the same
+// file (device and inode), size and modification time as when it was
+// last read is the same token, and anything else is read again. A stat
+// costs one system call where a read costs four.
 func (c *Client) token() (string, error) {
+	fi, err := os.Stat(c.tokenFile)
+	if err != nil {
+		return "", c.tokenUnavailable(err)
+	}
+	c.mu.Lock()
+	read := c.read
+	c.mu.Unlock()
+	if read.file != nil && os.SameFile(fi, read.file) && fi.Size() == read.file.Size() && fi.ModTime().Equal(read.file.ModTime()) {
+		return read.token, nil
+	}
 	b, err := os.ReadFile(c.tokenFile)
 	if err != nil {
-		var pe *os.PathError
-		reason := err.Error()
-		if errors.As(err, &pe) {
-			reason = pe.Err.Error()
-		}
-		return "", &Error{Code: CodeTokenUnavailable, Message: fmt.Sprintf("cannot read the token file %s named by %s: %s", c.tokenFile, EnvTokenFile, reason)}
+		return "", c.tokenUnavailable(err)
 	}
 	token := strings.TrimRight(string(b), "\r\n")
 	if token == "" || strings.IndexFunc(token, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
 		// Never say what is in the file: it may be a token.
 		return "", &Error{Code: CodeTokenUnavailable, Message: fmt.Sprintf("the token file %s named by %s does not hold a token", c.tokenFile, EnvTokenFile)}
 	}
+	// Kept with what stat saw before the read: were the file replaced in
+	// between, the next call sees a different file and reads it again.
+	c.mu.Lock()
+	c.read = readToken{token: token, file: fi}
+	c.mu.Unlock()
 	return token, nil
+}
+
+// tokenUnavailable is the error of a token file that cannot be read.
+func (c *Client) tokenUnavailable(err error) error {
+	var pe *os.PathError
+	reason := err.Error()
+	if errors.As(err, &pe) {
+		reason = pe.Err.Error()
+	}
+	return &Error{Code: CodeTokenUnavailable, Message: fmt.Sprintf("cannot read the token file %s named by %s: %s", c.tokenFile, EnvTokenFile, reason)}
 }
 
 func unwrapURLError(err error) error {

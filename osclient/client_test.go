@@ -210,3 +210,76 @@ func BenchmarkCallFloor(b *testing.B) {
 		})
 	})
 }
+
+// The token is read again when the host replaces the file by rename, when
+// a refusal says it is no longer good, and never outlives the file: a
+// removed file is token_unavailable, not the token read before.
+func TestTokenFollowsTheFile(t *testing.T) {
+	status := http.StatusOK
+	c, b := setup(t, "tok-1", func(w http.ResponseWriter, r *http.Request) {
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			fmt.Fprint(w, `{"error":{"code":"token_invalid","message":"refused"}}`)
+			return
+		}
+		fmt.Fprint(w, `{"capability":"git.credential","operations":[]}`)
+	})
+	call := func(want string) {
+		t.Helper()
+		_, err := c.Serving(context.Background(), CapabilityGitCredential)
+		if status == http.StatusOK && err != nil {
+			t.Fatal(err)
+		}
+		if got := b.last(t).Header.Get("Authorization"); got != "Bearer "+want {
+			t.Fatalf("Authorization %q, want the token %s", got, want)
+		}
+	}
+	replace := func(token string) {
+		t.Helper()
+		tmp := b.tokenFile + ".new"
+		if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, b.tokenFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call("tok-1")
+	call("tok-1")
+	replace("tok-2")
+	call("tok-2")
+
+	// Rewritten in place at the same size and modification time (not as
+	// the host does it): stat cannot tell it apart, so the old token is
+	// sent, but its refusal makes the next call read the file.
+	fi, err := os.Stat(b.tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.tokenFile, []byte("tok-3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(b.tokenFile, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	call("tok-2")
+	status = http.StatusUnauthorized
+	call("tok-2")
+	status = http.StatusOK
+	call("tok-3")
+
+	if err := os.Remove(b.tokenFile); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	sent := len(b.seen)
+	b.mu.Unlock()
+	if _, err := c.Serving(context.Background(), CapabilityGitCredential); CodeOf(err) != CodeTokenUnavailable {
+		t.Fatalf("after the file was removed: %v, want token_unavailable", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.seen) != sent {
+		t.Fatal("a request was sent with the token of a removed file")
+	}
+}
