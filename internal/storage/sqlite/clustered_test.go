@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,14 +28,7 @@ var clustered = map[string][]string{
 // enforced again once it has run.
 func TestMigrationClustersTextKeyedTables(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := sqlite.RawForTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlite.ApplyMigrationsForTest(ctx, db, embedded(t, 120)); err != nil {
-		t.Fatal(err)
-	}
+	path, db := earlierRelease(t, 120)
 	for _, q := range []string{
 		`PRAGMA foreign_keys = ON`,
 		`INSERT INTO events (seq, id, type, source, scope, data, root, depth, accepted_at)
@@ -149,18 +141,10 @@ func TestMigrationClustersTextKeyedTables(t *testing.T) {
 // damaged file already had are not its doing and do not stop it.
 func TestMigrationWithoutForeignKeysRefusesDanglingRows(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := sqlite.RawForTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	_, db := earlierRelease(t, 0)
 	// One connection, so that the pragmas below are the migrations' too.
 	db.SetMaxOpenConns(1)
 	ms := embedded(t, 0)
-	if err := sqlite.ApplyMigrationsForTest(ctx, db, ms); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range []string{
 		`PRAGMA foreign_keys = ON`,
 		`INSERT INTO work (id, scope, binding, state, created_at, updated_at) VALUES ('wrk_1', 's1', 'b1', 'ready', 1, 1)`,

@@ -14,6 +14,23 @@ import (
 	"github.com/open-conduit/open-conduit/internal/storage/sqlite"
 )
 
+// earlierRelease is a new state file as a release before migration below
+// left it (every embedded migration when below is 0), open on the driver
+// alone: its path and the connection, closed when the test ends.
+func earlierRelease(t *testing.T, below int) (string, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sqlite.RawForTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := sqlite.ApplyMigrationsForTest(context.Background(), db, embedded(t, below)); err != nil {
+		t.Fatal(err)
+	}
+	return path, db
+}
+
 // embedded reads the migration files numbered below below (all of them
 // when below is 0) as Open would apply them.
 func embedded(t *testing.T, below int) []sqlite.TestMigration {
@@ -47,15 +64,7 @@ func embedded(t *testing.T, below int) []sqlite.TestMigration {
 // only the codes that can have come from an observation.
 func TestMigrationKeepsOnlyObservedExitCodes(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := sqlite.RawForTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := sqlite.ApplyMigrationsForTest(ctx, db, embedded(t, 50)); err != nil {
-		t.Fatal(err)
-	}
+	path, db := earlierRelease(t, 50)
 	rows := []struct {
 		id, state, result string
 		code              int

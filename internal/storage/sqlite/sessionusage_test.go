@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/internal/clock"
@@ -15,14 +14,7 @@ import (
 // its next update on the real file.
 func TestMigrationSessionUsageOfEarlierRows(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := sqlite.RawForTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlite.ApplyMigrationsForTest(ctx, db, embedded(t, 75)); err != nil {
-		t.Fatal(err)
-	}
+	path, db := earlierRelease(t, 75)
 	if _, err := db.ExecContext(ctx, `INSERT INTO executions (id, work, scope, binding, executor, generation, epoch, owner,
 		lease_expires_at, deadline, state, input_watermark, result, message, exit_code, created_at, updated_at)
 		VALUES ('exe_old', 'wrk_old', 's1', 'b1', 'shell', 1, 1, 'd', 0, 0, 'running', 0, '', '', NULL, 0, 0)`); err != nil {
