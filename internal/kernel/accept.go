@@ -265,6 +265,7 @@ func causation(ctx context.Context, tx storage.Reader, ev *storage.Event) (stora
 }
 
 func (r *Runtime) insert(ctx context.Context, tx storage.Tx, ev storage.Event, now time.Time) (storage.Event, error) {
+	fresh := ev.ID == "" && ev.DeliveryID == ""
 	if ev.ID == "" {
 		ev.ID = r.ids.New(ids.Event)
 	}
@@ -274,7 +275,7 @@ func (r *Runtime) insert(ctx context.Context, tx storage.Tx, ev storage.Event, n
 	return tx.InsertEvent(ctx, &storage.InsertEventParams{
 		ID: ev.ID, Type: ev.Type, Source: ev.Source, Scope: ev.Scope, Work: ev.Work, Execution: ev.Execution,
 		CorrelationKey: ev.CorrelationKey, Data: ev.Data, Parent: ev.Parent, Root: ev.Root, Depth: ev.Depth,
-		Actor: ev.Actor, DeliveryID: ev.DeliveryID, AcceptedAt: now,
+		Actor: ev.Actor, DeliveryID: ev.DeliveryID, AcceptedAt: now, Fresh: fresh,
 	})
 }
 

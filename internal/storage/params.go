@@ -84,6 +84,13 @@ type InsertEventParams struct {
 	Actor          string
 	DeliveryID     string
 	AcceptedAt     time.Time
+	// Fresh says the caller made ID for this insert and there is no
+	// DeliveryID: no taken identity can meet it. An engine may then send
+	// the insert with the transaction's next statement (PostgreSQL does),
+	// so that a taken identity, should one be met all the same, fails a
+	// later statement of the transaction or its end instead of the
+	// insert; either way nothing of the transaction commits.
+	Fresh bool
 }
 
 // UpdateCausalWindowParams moves a root's rate window, fenced by the

@@ -156,7 +156,8 @@ type Tx interface {
 
 	// InsertEvent appends an event. The engine assigns Seq: the next
 	// number after the highest committed one, so that the sequence has no
-	// gaps. ErrDuplicate when the id or (source, delivery id) is taken.
+	// gaps. ErrDuplicate when the id or (source, delivery id) is taken;
+	// for a Fresh event, the transaction fails instead (see Fresh).
 	InsertEvent(ctx context.Context, p *InsertEventParams) (Event, error)
 	// InsertCausalRoot pins a root's limits; ErrDuplicate if pinned.
 	InsertCausalRoot(ctx context.Context, r *CausalRoot) error

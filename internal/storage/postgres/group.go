@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -26,16 +27,23 @@ import (
 // need (ReleaseKeys) waits the same way, for its next statement or the
 // end of its turn.
 //
-// A batch begins by locking the event counter row (the lock InsertEvent
-// takes anyway), in the same round trip as its BEGIN, and holds it to its
-// end: the batches of every daemon on the database then run one at a
-// time, in the order they got it. Without it, two daemons' batches could
+// A batch begins by locking the event counter row, in the same round trip
+// as its BEGIN, and holds it to its end: the batches of every daemon on
+// the database then run one at a time, in the order they got it. Without it, two daemons' batches could
 // each hold a lock the other's next member waits for (one the counter,
 // taken by an accepted event, the other a Work row, taken by a claim),
 // which PostgreSQL ends by failing one of them: each member is innocent
 // alone, but a batch keeps every member's locks until it commits. Writes
 // across daemons were serialised on that row already wherever they accept
 // an event; the batching makes each turn of it carry more.
+//
+// Holding the row, a batch numbers its events itself: the counter's value
+// as the batch found it (base, read with the lock) plus the events its
+// kept callers accepted so far (n). The row is written once, with the
+// COMMIT, rather than once per event: a row updated a hundred times in
+// one transaction is a chain of a hundred versions that every later
+// lookup walks. A caller's savepoint remembers n, so a caller that is
+// undone gives its numbers back to the next.
 
 // maxBatch bounds the callers of one batch. Each keeps a savepoint (a
 // subtransaction) until the batch commits; PostgreSQL keeps 64 of them per
@@ -58,6 +66,12 @@ type batch struct {
 	from  int
 	// begun: BEGIN has been sent.
 	begun bool
+	// base is the counter as the batch locked it, once based; n counts
+	// the events of the batch's kept callers and of the current one, and
+	// mark is n at the current caller's savepoint.
+	base    int64
+	based   bool
+	n, mark int64
 }
 
 // pending is one statement waiting in ahead: the batch's own, or a
@@ -66,6 +80,8 @@ type pending struct {
 	sql   string
 	args  []any
 	write bool
+	// base: the statement reads the counter into the batch's base.
+	base bool
 }
 
 func (s *Store) newCommitter() *group.Committer[*batch] {
@@ -78,15 +94,14 @@ func (s *Store) newCommitter() *group.Committer[*batch] {
 				return nil, errors.New(connFailure(err))
 			}
 			b := &batch{s: s, c: c, from: -1}
-			for _, q := range beginBatch {
-				b.ahead = append(b.ahead, pending{sql: q})
-			}
+			b.ahead = append(b.ahead, pending{sql: beginBatch[0]}, pending{sql: beginBatch[1], base: true})
 			return b, nil
 		},
 	})
 }
 
 func (b *batch) Savepoint() error {
+	b.mark = b.n
 	b.from = len(b.ahead)
 	b.ahead = append(b.ahead, pending{sql: `SAVEPOINT member`})
 	return nil
@@ -108,6 +123,7 @@ func (b *batch) Release() error {
 // Undo drops what of the caller was never sent, and rolls back to its
 // savepoint when that was sent.
 func (b *batch) Undo() error {
+	b.n = b.mark
 	if b.from >= 0 {
 		b.ahead = b.ahead[:b.from]
 		b.from = -1
@@ -125,11 +141,14 @@ func (b *batch) Commit() error {
 	if !b.begun {
 		return nil // no caller ran a statement: there is nothing to commit
 	}
-	stmts := make([]string, 0, len(b.ahead)+1)
+	stmts := make([]string, 0, len(b.ahead)+2)
 	for _, p := range b.ahead {
 		stmts = append(stmts, p.sql)
 	}
 	b.ahead = nil
+	if b.n > 0 {
+		stmts = append(stmts, fmt.Sprintf(`UPDATE event_counter SET last = last + %d WHERE id = 1`, b.n))
+	}
 	began := b.s.clock.Now()
 	// The simple protocol: several statements, one round trip, the last
 	// one's tag.
@@ -186,13 +205,20 @@ func (b *batch) pipeline(ctx context.Context, query string, args []any) (pgx.Bat
 	if query != "" {
 		pb.Queue(query, args...)
 	}
-	n := len(b.ahead)
+	ahead := b.ahead
 	b.ahead = nil
 	b.from = -1
 	b.begun = true
 	br := b.c.SendBatch(ctx, &pb)
-	for range n {
-		if _, err := br.Exec(); err != nil {
+	for _, p := range ahead {
+		var err error
+		if p.base {
+			err = br.QueryRow().Scan(&b.base)
+			b.based = err == nil
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			_ = br.Close()
 			return nil, err
 		}

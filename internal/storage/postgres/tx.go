@@ -57,15 +57,22 @@ func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string)
 
 // ---- events ----
 
-// InsertEvent numbers the event from the counter row, which its one
-// statement locks first and holds until the transaction ends: every other
-// accepting transaction, of this daemon or another, waits for it, so the
-// sequence is gap-free and increases in commit order. A row locked after
-// a wait is read at its newest version (READ COMMITTED), so the number is
-// the next after the last committed; the insert's ON CONFLICT finds a
-// taken id or delivery in the unique indexes, which hold every committed
-// event; and the counter moves only when the event was written. Only a
-// refusal costs a second statement, to say which identity was taken.
+// InsertEvent numbers the event in its batch (see group.go): the counter
+// row, locked by the batch's first statement and held until it commits,
+// so that every other accepting transaction, of this daemon or another,
+// waits for it, and the sequence is gap-free and increases in commit
+// order. The number is the counter as the batch found it plus the
+// batch's events before this one; the row itself moves at the COMMIT.
+//
+// A fresh event (storage.InsertEventParams.Fresh) is a write whose result
+// the caller knows: it travels with the caller's next statement, or at
+// the end of its turn, without a round trip of its own, and the number is
+// counted here (a taken identity, which a fresh event cannot meet, fails
+// that statement and so the transaction). Any other, and a fresh one
+// before the batch has read the counter, is inserted at once: its ON
+// CONFLICT finds a taken id or delivery in the unique indexes, which hold
+// every committed event, and only a refusal costs a second statement, to
+// say which identity was taken.
 func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
 	if p.ID == "" || p.Root == "" {
 		return storage.Event{}, errors.New("postgres: an event needs an id and a root")
@@ -74,20 +81,28 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
 	}
+	b := t.q.turn.b
+	args := []any{p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
+		p.Actor, p.DeliveryID, ts(p.AcceptedAt)}
 	var seq int64
-	err := t.q.queryRow(ctx, `WITH c AS (SELECT last FROM event_counter WHERE id = 1 FOR UPDATE),
-		ins AS (
-			INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-			VALUES ((SELECT last + 1 FROM c), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq)
-		UPDATE event_counter SET last = ins.seq FROM ins WHERE event_counter.id = 1 RETURNING event_counter.last`,
-		p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
-		p.Actor, p.DeliveryID, ts(p.AcceptedAt)).Scan(&seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return storage.Event{}, t.eventTaken(ctx, p)
+	if p.Fresh && b.based {
+		seq = b.base + b.n + 1
+		if err := t.q.later(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{seq}, args...)...); err != nil {
+			return storage.Event{}, err
+		}
+	} else {
+		err := t.q.queryRow(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+			VALUES ((SELECT last FROM event_counter WHERE id = 1) + ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING seq`,
+			append([]any{b.n + 1}, args...)...).Scan(&seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.Event{}, t.eventTaken(ctx, p)
+		}
+		if err != nil {
+			return storage.Event{}, writeErr(err, "insert event")
+		}
 	}
-	if err != nil {
-		return storage.Event{}, writeErr(err, "insert event")
-	}
+	b.n++
 	e := storage.Event{
 		Seq: seq, ID: p.ID, Type: p.Type, Source: p.Source, Scope: p.Scope, Work: p.Work, Execution: p.Execution,
 		CorrelationKey: p.CorrelationKey, Data: data, Parent: p.Parent, Root: p.Root, Depth: p.Depth, Actor: p.Actor,
@@ -95,6 +110,23 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	}
 	t.q.turn.rows.KeepEvent(e)
 	return e, nil
+}
+
+// LastSeq is the counter as the batch found it and the batch's events
+// since (the row moves at the COMMIT, see group.go).
+func (t *tx) LastSeq(ctx context.Context) (int64, error) {
+	b := t.q.turn.b
+	if b.based {
+		if _, err := t.q.enter(ctx, `SELECT last FROM event_counter WHERE id = 1`); err != nil {
+			return 0, err
+		}
+		return b.base + b.n, nil
+	}
+	var n int64
+	if err := t.q.queryRow(ctx, `SELECT last + ? FROM event_counter WHERE id = 1`, b.n).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %s", engineMessage(err))
+	}
+	return n, nil
 }
 
 // eventTaken says which identity of an event its insert found taken: the

@@ -128,6 +128,20 @@ func (t swallowsEventsTx) InsertEvent(ctx context.Context, p *storage.InsertEven
 	return e, err
 }
 
+var dropsTakenFreshEvents = txControl("drops_taken_fresh_events", "a fresh event whose id is taken is dropped and the rest of its transaction commits",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return dropsFreshTx{tx} })
+
+type dropsFreshTx struct{ storage.Tx }
+
+func (t dropsFreshTx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (storage.Event, error) {
+	if p.Fresh {
+		if prev, err := t.GetEvent(ctx, p.ID); err == nil {
+			return prev, nil
+		}
+	}
+	return t.Tx.InsertEvent(ctx, p)
+}
+
 // eventsIgnoreUntilSeq lists events past the bound a paginated list
 // captured.
 var eventsIgnoreUntilSeq = stateless("events_ignore_until_seq", "ListEvents ignores UntilSeq",

@@ -96,6 +96,66 @@ func eventRoundTrip(ctx context.Context, s storage.Store) error {
 	)
 }
 
+// eventFresh: a Fresh event (one whose id its caller just made) is
+// numbered and read back in its transaction like any other, and commits
+// with the next number; one whose identity is taken all the same fails
+// its transaction, wherever the engine reports it, so that nothing else
+// of the transaction commits.
+func eventFresh(ctx context.Context, s storage.Store) error {
+	fresh := func(p *storage.InsertEventParams) { p.Fresh = true }
+	var inTx []storage.Event
+	var last int64
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_first", nil); err != nil {
+			return err
+		}
+		if _, err := insertEvent(ctx, tx, "evt_fresh", fresh); err != nil {
+			return err
+		}
+		var err error
+		if inTx, err = tx.ListEvents(ctx, &storage.ListEventsParams{Limit: 10}); err != nil {
+			return err
+		}
+		last, err = tx.LastSeq(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(inTx) != 2 || inTx[1].ID != "evt_fresh" || inTx[1].Seq != 2 || last != 2 {
+		return fmt.Errorf("in its transaction a fresh event listed as %v with last seq %d, want evt_fresh at seq 2 of 2", inTx, last)
+	}
+	got, err := s.GetEvent(ctx, "evt_fresh")
+	if err != nil {
+		return err
+	}
+	if got.Seq != 2 {
+		return fmt.Errorf("the fresh event committed with seq %d, want 2", got.Seq)
+	}
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		// A read first: an engine may send a fresh insert later only
+		// once its transaction has begun.
+		if _, err := tx.LastSeq(ctx); err != nil {
+			return err
+		}
+		if _, err := insertEvent(ctx, tx, "evt_fresh", func(p *storage.InsertEventParams) { p.Fresh, p.Type = true, "other.type" }); err != nil {
+			return err
+		}
+		_, err := insertEvent(ctx, tx, "evt_after", nil)
+		return err
+	})
+	if err == nil {
+		return errors.New("a transaction whose fresh event's id was taken committed")
+	}
+	_, after := s.GetEvent(ctx, "evt_after")
+	kept, kerr := s.GetEvent(ctx, "evt_fresh")
+	last, lerr := s.LastSeq(ctx)
+	return first(kerr, lerr,
+		wantErr(after, storage.ErrNotFound, "the event written after a taken fresh id"),
+		want(kept.Type == "test.happened" && kept.Seq == 2, "the fresh event is now %s at seq %d, want test.happened at 2", kept.Type, kept.Seq),
+		want(last == 2, "LastSeq = %d after the failed transaction, want 2", last))
+}
+
 func eventIdentityUnique(ctx context.Context, s storage.Store) error {
 	err := s.WithTx(ctx, func(tx storage.Tx) error {
 		_, err := insertEvent(ctx, tx, "evt_1", func(p *storage.InsertEventParams) { p.DeliveryID = "d-1" })
@@ -367,6 +427,7 @@ func eventCases() []Case {
 		{Name: "event_seq_gap_free", Run: plain(eventSeqGapFree), Control: burnsRolledBackSeqs},
 		{Name: "event_round_trip", Run: plain(eventRoundTrip), Control: dropsEventActor},
 		{Name: "event_identity_unique", Run: plain(eventIdentityUnique), Control: swallowsDuplicateEvents},
+		{Name: "event_fresh", Run: plain(eventFresh), Control: dropsTakenFreshEvents},
 		{Name: "event_list_keyset", Run: plain(eventListKeyset), Control: eventsIgnoreUntilSeq},
 		{Name: "event_list_filters", Run: plain(eventListFilters), Control: eventsIgnoreCorrelationFilter},
 		{Name: "event_find", Run: plain(eventFind), Control: findIgnoresTypes},

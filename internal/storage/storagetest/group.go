@@ -28,7 +28,8 @@ type Batching struct {
 // GroupCommitOneBatch holds the writer with one caller until n-1 others
 // have queued, so that all of them share one batch: the ones that fail
 // (one after a statement the engine refuses, which on PostgreSQL aborts
-// the transaction but for the caller's savepoint), panic or end their
+// the transaction but for the caller's savepoint, one right after a
+// fresh event), panic or end their
 // goroutine get their own outcome and leave nothing behind, a queued
 // caller whose context is cancelled never runs, and the rest commit in one
 // COMMIT with a gap-free sequence, each seeing the writes before it.
@@ -70,11 +71,17 @@ func GroupCommitOneBatch(t *testing.T, e Batching, n int) {
 				return err
 			}
 			o.sawLast = last
-			ev, err := insertEvent(ctx, tx, "evt_"+id, nil)
+			// Odd callers' events are fresh, which an engine may send
+			// with the caller's next statement.
+			ev, err := insertEvent(ctx, tx, "evt_"+id, func(p *storage.InsertEventParams) { p.Fresh = i%2 == 1 })
 			if err != nil {
 				return err
 			}
 			o.seq = ev.Seq
+			if i == 17 {
+				// Fails with its fresh event its only write.
+				return fmt.Errorf("caller %d fails", i)
+			}
 			if _, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_" + id, Scope: "s1", Binding: "b1", State: storage.WorkReady, CreatedEvent: ev.ID, CreatedAt: T0}); err != nil {
 				return err
 			}
@@ -141,7 +148,7 @@ func GroupCommitOneBatch(t *testing.T, e Batching, n int) {
 			if o.returned || o.panicked != nil {
 				t.Errorf("caller 11 ended its goroutine but returned %v (panic %v)", o.err, o.panicked)
 			}
-		case i == 13 || fails(i):
+		case i == 13 || i == 17 || fails(i):
 			if o.err == nil || o.err.Error() != fmt.Sprintf("caller %d fails", i) {
 				t.Errorf("caller %d got %v, want its own error unchanged", i, o.err)
 			}
