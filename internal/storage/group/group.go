@@ -43,8 +43,14 @@ type Batch interface {
 	// Savepoint opens the savepoint of the caller whose turn it is.
 	Savepoint() error
 	// Release keeps the caller's writes in the batch. An engine may leave
-	// the savepoint's end to the next Savepoint or the Commit.
-	Release() error
+	// the savepoint's end to the next Savepoint or the Commit, and may
+	// send the caller's last writes after its turn, with a later caller's
+	// first statement: should they fail then, the engine rolls the
+	// caller's writes back to its savepoint and calls late with their
+	// error, during a later turn or the Commit, and the caller returns
+	// that error instead of the batch's outcome. late is called at most
+	// once, never during Release.
+	Release(late func(error)) error
 	// Undo rolls the caller's writes back to its savepoint.
 	Undo() error
 	// Commit makes every kept write durable.
@@ -228,7 +234,16 @@ func (c *Committer[B]) takeTurn(ctx context.Context, m *member, fn func(b B) err
 		c.passTurn()
 		return err
 	}
-	if err := bt.b.Release(); err != nil {
+	late := func(err error) {
+		// Called by the turn's holder or the committer, who alone touch
+		// bt: the caller leaves the waiting and has its own error.
+		if i := slices.Index(bt.waiting, m); i >= 0 {
+			bt.waiting = slices.Delete(bt.waiting, i, i+1)
+			m.err = err
+			close(m.done)
+		}
+	}
+	if err := bt.b.Release(late); err != nil {
 		bt.lost = err
 		c.passTurn()
 		return c.errorf("release savepoint: %w", err)

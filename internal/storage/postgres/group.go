@@ -82,6 +82,20 @@ type pending struct {
 	write bool
 	// base: the statement reads the counter into the batch's base.
 	base bool
+	// numbered: a fresh event's insert, numbered from n.
+	numbered bool
+	// late is set on the writes of a caller whose turn has ended (see
+	// Release).
+	late *lateWrites
+}
+
+// lateWrites are the last writes of a caller whose turn has ended, which
+// travel with a later caller's first statement (or before the COMMIT):
+// fail tells the caller when they failed, and mark is n at its
+// savepoint, to which its failure returns the numbering.
+type lateWrites struct {
+	fail func(error)
+	mark int64
 }
 
 func (s *Store) newCommitter() *group.Committer[*batch] {
@@ -107,15 +121,30 @@ func (b *batch) Savepoint() error {
 	return nil
 }
 
-// Release keeps the caller's writes: a savepoint that was never sent
-// (the caller ran no statement) is dropped, a sent one released with the
-// next statement. WithTx has sent the caller's deferred writes already.
-func (b *batch) Release() error {
-	if b.from >= 0 {
+// Release keeps the caller's writes. Its deferred writes still unsent
+// (WithTx has sent any numbered event) become late writes: they travel,
+// followed by the savepoint's release, with the next caller's first
+// statement or before the COMMIT, and their failure is told the caller
+// through late (see pipeline). A caller that ran no statement and left
+// no write has its savepoint dropped.
+func (b *batch) Release(late func(error)) error {
+	lw := &lateWrites{fail: late, mark: b.mark}
+	start := b.from + 1 // the caller's deferred writes follow its unsent savepoint
+	if b.from < 0 {
+		start = 0
+	}
+	kept := false
+	for i := start; i < len(b.ahead); i++ {
+		if b.ahead[i].write && b.ahead[i].late == nil {
+			b.ahead[i].late, kept = lw, true
+		}
+	}
+	if b.from >= 0 && !kept {
 		b.ahead = b.ahead[:b.from]
 		b.from = -1
 		return nil
 	}
+	b.from = -1
 	b.ahead = append(b.ahead, pending{sql: `RELEASE SAVEPOINT member`})
 	return nil
 }
@@ -138,6 +167,18 @@ func (b *batch) Undo() error {
 
 func (b *batch) Commit() error {
 	defer b.c.Release()
+	if b.hasLate() {
+		// The last writes of a kept caller go first, on their own, so
+		// that their failure undoes that caller alone (see pipeline);
+		// sent with the COMMIT, it would end the whole transaction.
+		br, err := b.pipeline(context.Background(), "", nil)
+		if err == nil {
+			err = br.Close()
+		}
+		if err != nil {
+			return errors.New(engineMessage(err))
+		}
+	}
 	if !b.begun {
 		return nil // no caller ran a statement: there is nothing to commit
 	}
@@ -178,26 +219,80 @@ func (b *batch) Rollback() {
 	_, _ = b.c.Exec(context.Background(), `ROLLBACK`)
 }
 
-// deferWrite queues a caller's write to travel with its next statement.
-func (b *batch) deferWrite(query string, args []any) {
-	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true})
+// deferWrite queues a caller's write to travel with its next statement;
+// numbered marks a fresh event's insert.
+func (b *batch) deferWrite(query string, args []any, numbered bool) {
+	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true, numbered: numbered})
 }
 
-// deferred reports whether a caller's write waits in ahead.
-func (b *batch) deferred() bool {
+// numberedAhead reports whether a fresh event's insert waits in ahead:
+// its number counts the events before it, which a late failure would
+// change, so it is never sent late.
+func (b *batch) numberedAhead() bool {
 	for _, p := range b.ahead {
-		if p.write {
+		if p.numbered {
 			return true
 		}
 	}
 	return false
 }
 
+// hasLate reports whether a kept caller's late writes wait in ahead.
+func (b *batch) hasLate() bool {
+	for _, p := range b.ahead {
+		if p.late != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// settle sends the late writes waiting ahead, before a statement whose
+// arguments count the batch's events (their failure changes the count).
+func (b *batch) settle(ctx context.Context) error {
+	if !b.hasLate() {
+		return nil
+	}
+	br, err := b.pipeline(context.WithoutCancel(ctx), "", nil)
+	if err != nil {
+		return writeErr(err, "write")
+	}
+	return br.Close()
+}
+
 // pipeline sends what waits ahead, then query, in one round trip (a pgx
 // batch), and returns the results of query (br is closed by the caller,
 // through the row or rows it is given). An error of a statement ahead is
-// query's error.
+// query's error, but for a kept caller's late write: that caller's
+// writes are rolled back to its savepoint (the innermost, its release
+// never ran) and it is told, the numbering returns to its mark, and what
+// came after its release, which never ran, is sent again with query.
 func (b *batch) pipeline(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
+	for {
+		br, failed, err := b.send(ctx, query, args)
+		if failed == nil {
+			return br, err
+		}
+		if _, rerr := b.c.Exec(context.Background(), `ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member`); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		failed.late.fail(writeErr(err, "write"))
+		b.n = failed.late.mark
+		for i := range b.ahead {
+			if b.ahead[i].late != nil {
+				b.ahead[i].late.mark = b.n
+			}
+		}
+		if b.mark > b.n {
+			b.mark = b.n
+		}
+	}
+}
+
+// send is one round trip of pipeline. When a late write fails, it
+// returns that write as failed, and leaves in ahead what was to run after
+// its caller's release.
+func (b *batch) send(ctx context.Context, query string, args []any) (pgx.BatchResults, *pending, error) {
 	var pb pgx.Batch
 	for _, p := range b.ahead {
 		pb.Queue(p.sql, p.args...)
@@ -210,7 +305,7 @@ func (b *batch) pipeline(ctx context.Context, query string, args []any) (pgx.Bat
 	b.from = -1
 	b.begun = true
 	br := b.c.SendBatch(ctx, &pb)
-	for _, p := range ahead {
+	for i, p := range ahead {
 		var err error
 		if p.base {
 			err = br.QueryRow().Scan(&b.base)
@@ -218,20 +313,27 @@ func (b *batch) pipeline(ctx context.Context, query string, args []any) (pgx.Bat
 		} else {
 			_, err = br.Exec()
 		}
-		if err != nil {
-			_ = br.Close()
-			return nil, err
+		if err == nil {
+			continue
 		}
+		_ = br.Close()
+		if p.late == nil {
+			return nil, nil, err
+		}
+		rest := i + 1
+		for rest < len(ahead) && ahead[rest].late == p.late {
+			rest++
+		}
+		rest++ // its release
+		b.ahead = append([]pending(nil), ahead[rest:]...)
+		return nil, &ahead[i], err
 	}
-	return br, nil
+	return br, nil, nil
 }
 
 // flush sends the caller's deferred writes (with what else waits ahead),
 // at the end of its turn.
 func (b *batch) flush(ctx context.Context) error {
-	if !b.deferred() {
-		return nil
-	}
 	br, err := b.pipeline(ctx, "", nil)
 	if err != nil {
 		return writeErr(err, "write")
@@ -258,8 +360,10 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error 
 		if err := fn(t); err != nil {
 			return err
 		}
-		if err := b.flush(context.WithoutCancel(ctx)); err != nil {
-			return err
+		if b.numberedAhead() {
+			if err := b.flush(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
 		}
 		// A statement PostgreSQL refused aborts the transaction; a
 		// function that went on and returned nil must not have its

@@ -222,3 +222,111 @@ func waitQueued(t *testing.T, s *postgres.Store, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestLateWriteFailureUndoesItsCallerAlone: a caller's last write, whose
+// result nobody reads, travels after its turn with the next caller's
+// first statement, or before the COMMIT. When PostgreSQL refuses it (a
+// NUL in a text), that caller alone fails and nothing of it commits, its
+// event's number goes to the next event (no gap), and the callers around
+// it commit, the statement that carried it answered as if it had not.
+func TestLateWriteFailureUndoesItsCallerAlone(t *testing.T) {
+	_, _, ss := daemons(t, 2)
+	s, other := ss[0], ss[1]
+	ctx := context.Background()
+	fresh := func(tx storage.Tx, id string) (storage.Event, error) {
+		return tx.InsertEvent(ctx, &storage.InsertEventParams{ID: id, Type: "test.happened", Source: "test", Scope: "s1", Root: id, Data: []byte(`{}`), AcceptedAt: storagetest.T0, Fresh: true})
+	}
+	record := func(tx storage.Tx, key string) error {
+		return tx.PutIdempotency(ctx, &storage.IdempotencyRecord{Principal: "op", Key: key, Method: "POST", Path: "/v1/work", Status: 201, CreatedAt: storagetest.T0})
+	}
+	// A late failure: the event, sent with a read, and then the refused
+	// record, the turn's last write.
+	failing := func(id string) func(tx storage.Tx) error {
+		return func(tx storage.Tx) error {
+			if _, err := fresh(tx, id); err != nil {
+				return err
+			}
+			if _, err := tx.GetKeyOwner(ctx, "s1", "k-"+id); !storage.IsNotFound(err) {
+				return fmt.Errorf("the read that carried the event: %v", err)
+			}
+			return record(tx, "refused\x00"+id)
+		}
+	}
+	hold, release := make(chan struct{}), make(chan struct{})
+	errs := make([]error, 6)
+	seqs := make([]int64, 6)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = s.WithTx(ctx, func(tx storage.Tx) error {
+			close(hold)
+			<-release
+			e, err := fresh(tx, "evt_before")
+			seqs[0] = e.Seq
+			return err
+		})
+	}()
+	<-hold
+	callers := []func(tx storage.Tx) error{
+		failing("evt_late"),
+		func(tx storage.Tx) error {
+			// Its first statement carries the refused record.
+			if _, err := tx.GetEvent(ctx, "evt_before"); err != nil {
+				return fmt.Errorf("the read that carried the late write: %w", err)
+			}
+			e, err := fresh(tx, "evt_after")
+			seqs[2] = e.Seq
+			if err != nil {
+				return err
+			}
+			return record(tx, "kept")
+		},
+		failing("evt_mid"),
+		func(tx storage.Tx) error {
+			// Its first statement is a numbered event: the refused record
+			// goes first, and the event has the undone caller's number.
+			e, err := fresh(tx, "evt_after2")
+			seqs[4] = e.Seq
+			return err
+		},
+		failing("evt_last"), // refused before the COMMIT
+	}
+	for i, fn := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = s.WithTx(ctx, fn)
+		}()
+		waitQueued(t, s, i+1)
+	}
+	close(release)
+	wg.Wait()
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil || errs[3] == nil || errs[4] != nil || errs[5] == nil {
+		t.Fatalf("outcomes %v; want the callers with a refused write alone to fail", errs)
+	}
+	if seqs[2] != seqs[0]+1 || seqs[4] != seqs[2]+1 {
+		t.Errorf("evt_before, evt_after and evt_after2 are %d, %d and %d: an undone caller's number was not given back", seqs[0], seqs[2], seqs[4])
+	}
+	for id, want := range map[string]bool{"evt_before": true, "evt_late": false, "evt_after": true, "evt_mid": false, "evt_after2": true, "evt_last": false} {
+		e, err := other.GetEvent(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("%s committed %v, want %v (%v, seq %d)", id, got, want, err, e.Seq)
+		}
+	}
+	if _, err := other.GetIdempotency(ctx, "op", "kept"); err != nil {
+		t.Errorf("the kept caller's record: %v", err)
+	}
+	if last, err := other.LastSeq(ctx); err != nil || last != seqs[4] {
+		t.Errorf("the counter is %d (%v), want %d: the batch moved it by undone events", last, err, seqs[4])
+	}
+	// The store goes on numbering from there.
+	var next storage.Event
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		var err error
+		next, err = fresh(tx, "evt_next")
+		return err
+	}); err != nil || next.Seq != seqs[4]+1 {
+		t.Fatalf("the next event: seq %d (%v), want %d", next.Seq, err, seqs[4]+1)
+	}
+}

@@ -180,7 +180,9 @@ func (t *tx) PutIdempotency(ctx context.Context, rec *storage.IdempotencyRecord)
 	if body == nil {
 		body = []byte{}
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO idempotency_records (principal, key, method, path, body_hash, status, body, created_at)
+	// Nothing reads the outcome: the record travels with the next
+	// statement, or after the caller's turn (see batch.Release).
+	err := t.q.later(ctx, `INSERT INTO idempotency_records (principal, key, method, path, body_hash, status, body, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (principal, key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
 			status = excluded.status, body = excluded.body, created_at = excluded.created_at`,

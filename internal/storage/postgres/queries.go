@@ -121,6 +121,12 @@ func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 // statement, or at the end of its turn; its error is that statement's, or
 // the turn's. On the pool it runs at once.
 func (q querier) later(ctx context.Context, query string, args ...any) error {
+	return q.deferred(ctx, false, query, args)
+}
+
+// deferred is later; numbered marks a fresh event's insert, which its
+// caller's turn never leaves behind (see batch.Release).
+func (q querier) deferred(ctx context.Context, numbered bool, query string, args []any) error {
 	if q.turn == nil || q.turn.b == nil {
 		_, err := q.exec(ctx, query, args...)
 		return err
@@ -128,7 +134,7 @@ func (q querier) later(ctx context.Context, query string, args ...any) error {
 	if _, err := q.enter(ctx, query); err != nil {
 		return err
 	}
-	q.turn.b.deferWrite(query, args)
+	q.turn.b.deferWrite(query, args, numbered)
 	return nil
 }
 

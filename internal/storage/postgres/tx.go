@@ -82,13 +82,19 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 		data = json.RawMessage(`{}`)
 	}
 	b := t.q.turn.b
+	// The number counts the batch's events: the late writes of a caller
+	// before this one go first, since their failure takes that caller's
+	// events back.
+	if err := b.settle(ctx); err != nil {
+		return storage.Event{}, err
+	}
 	args := []any{p.ID, p.Type, p.Source, p.Scope, p.Work, p.Execution, p.CorrelationKey, string(data), nullStr(p.Parent), p.Root, p.Depth,
 		p.Actor, p.DeliveryID, ts(p.AcceptedAt)}
 	var seq int64
 	if p.Fresh && b.based {
 		seq = b.base + b.n + 1
-		if err := t.q.later(ctx, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{seq}, args...)...); err != nil {
+		if err := t.q.deferred(ctx, true, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{seq}, args...)); err != nil {
 			return storage.Event{}, err
 		}
 	} else {
@@ -116,6 +122,9 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 // since (the row moves at the COMMIT, see group.go).
 func (t *tx) LastSeq(ctx context.Context) (int64, error) {
 	b := t.q.turn.b
+	if err := b.settle(ctx); err != nil {
+		return 0, err
+	}
 	if b.based {
 		if _, err := t.q.enter(ctx, `SELECT last FROM event_counter WHERE id = 1`); err != nil {
 			return 0, err

@@ -49,8 +49,8 @@ func (b *batch) exec(query string) error {
 	return err
 }
 
-func (b *batch) Savepoint() error { return b.exec(`SAVEPOINT member`) }
-func (b *batch) Release() error   { return b.exec(`RELEASE member`) }
+func (b *batch) Savepoint() error          { return b.exec(`SAVEPOINT member`) }
+func (b *batch) Release(func(error)) error { return b.exec(`RELEASE member`) }
 
 func (b *batch) Undo() error {
 	if err := b.exec(`ROLLBACK TO member`); err != nil {
