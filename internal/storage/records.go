@@ -293,6 +293,13 @@ type CallGuard struct {
 	// LiveTokens: the execution has a token that is not revoked yet,
 	// expired or not (RevokeTokens of the execution would revoke it).
 	LiveTokens bool
+	// KeyOwner is the id of the Work that owns the key named by the
+	// Work's own id in its scope (GetKeyOwner(Work.Scope, Work.ID)'s),
+	// "" for none; KeyWaits: an active wait of that scope names that key
+	// (ListActiveWaitsByKey(Work.Scope, Work.ID) would list it). Routing
+	// the Work's core.work.finished reads both.
+	KeyOwner string
+	KeyWaits bool
 }
 
 // WaitState is the lifecycle state of a Wait.

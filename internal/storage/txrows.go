@@ -48,15 +48,21 @@ type TxRows struct {
 	// toolbelt_tokens).
 	noWait   map[string]bool
 	noTokens map[string]bool
+	// noKeyWaits are the keys (scope, key) a guard read found no active
+	// wait naming, forgotten at a statement that may change waits.
+	noKeyWaits map[[2]string]bool
 	// unowned are the keys (scope, key) the transaction released itself
-	// (KeepReleasedKeys), forgotten at a statement that may change
-	// work_keys.
+	// (KeepReleasedKeys) or a guard read found unowned, owned the keys a
+	// guard read found owned, by the owner's id; both are forgotten at a
+	// statement that may change work_keys.
 	unowned map[[2]string]bool
+	owned   map[[2]string]string
 }
 
 // Statement is told every statement the transaction runs, before it runs.
 func (c *TxRows) Statement(query string) {
-	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 && len(c.unowned) == 0 {
+	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 && len(c.noKeyWaits) == 0 &&
+		len(c.unowned) == 0 && len(c.owned) == 0 {
 		return
 	}
 	t := touches(query)
@@ -69,12 +75,14 @@ func (c *TxRows) Statement(query string) {
 	}
 	if t&touchWaits != 0 {
 		clear(c.noWait)
+		clear(c.noKeyWaits)
 	}
 	if t&touchTokens != 0 {
 		clear(c.noTokens)
 	}
 	if t&touchKeys != 0 {
 		clear(c.unowned)
+		clear(c.owned)
 	}
 }
 
@@ -281,18 +289,29 @@ func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read fun
 		c.KeepWork(g.Work)
 		mark(&c.noWait, g.Work.ID, !g.ActiveWait)
 		mark(&c.noTokens, g.Execution.ID, !g.LiveTokens)
+		key := [2]string{g.Work.Scope, g.Work.ID}
+		mark(&c.noKeyWaits, key, !g.KeyWaits)
+		mark(&c.unowned, key, g.KeyOwner == "")
+		if g.KeyOwner == "" {
+			delete(c.owned, key)
+		} else {
+			if c.owned == nil {
+				c.owned = map[[2]string]string{}
+			}
+			c.owned[key] = g.KeyOwner
+		}
 	}
 	return g, err
 }
 
 // mark sets or clears id in the set *m.
-func mark(m *map[string]bool, id string, on bool) {
+func mark[K comparable](m *map[K]bool, id K, on bool) {
 	if !on {
 		delete(*m, id)
 		return
 	}
 	if *m == nil {
-		*m = map[string]bool{}
+		*m = map[K]bool{}
 	}
 	(*m)[id] = true
 }
@@ -308,9 +327,28 @@ func (c *TxRows) KeepReleasedKeys(keys [][2]string) {
 	}
 }
 
-// KeyUnowned reports whether the transaction released key in scope itself
-// and nothing since may have given it an owner: its GetKeyOwner needs no
-// statement.
+// KeysOwnedBy is the keys (scope, key) the transaction knows, from a
+// guard read that nothing it ran since can have changed, that work owns:
+// a store whose release of a Work's keys returns none calls it before the
+// release and keeps what it returns released (KeepReleasedKeys) after.
+func (c *TxRows) KeysOwnedBy(work string) [][2]string {
+	var out [][2]string
+	for k, owner := range c.owned {
+		if owner == work {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// NoWaitsByKey reports whether the transaction knows, from a guard read
+// that nothing it ran since can have changed, that no active wait in
+// scope names key: its ListActiveWaitsByKey needs no statement.
+func (c *TxRows) NoWaitsByKey(scope, key string) bool { return c.noKeyWaits[[2]string{scope, key}] }
+
+// KeyUnowned reports whether the transaction released key in scope itself,
+// or a guard read found it unowned, and nothing since may have given it
+// an owner: its GetKeyOwner needs no statement.
 func (c *TxRows) KeyUnowned(scope, key string) bool { return c.unowned[[2]string{scope, key}] }
 
 // NoActiveWait reports whether the transaction knows, from a guard read

@@ -320,10 +320,18 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 	return fmt.Errorf("%w: key %q is owned by another work", storage.ErrDuplicate, p.Key)
 }
 
+// ReleaseKeys returns nothing: the update travels with the next
+// statement (a failure is that statement's, or the turn's). The keys a
+// guard read found the Work owning are kept unowned (TxRows.KeysOwnedBy),
+// so that routing its core.work.finished, by its own id, needs no read of
+// the key's owner.
 func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
-	// Nothing reads the result: the update travels with the next
-	// statement (a failure is that statement's, or the turn's).
-	return t.q.later(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID)
+	owned := t.q.turn.rows.KeysOwnedBy(workID)
+	if err := t.q.later(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID); err != nil {
+		return err
+	}
+	t.q.turn.rows.KeepReleasedKeys(owned)
+	return nil
 }
 
 // QueueInput locks the Work's row first, so that two daemons queuing for

@@ -73,6 +73,16 @@ func (t *tx) GetActiveWait(ctx context.Context, workID string) (storage.Wait, er
 	return t.queries.GetActiveWait(ctx, workID)
 }
 
+// ListActiveWaitsByKey is the transaction's read of the waits naming a
+// key: none, without a statement, where a guard read found none
+// (TxRows.NoWaitsByKey).
+func (t *tx) ListActiveWaitsByKey(ctx context.Context, scope, key string) ([]storage.Wait, error) {
+	if t.rows.NoWaitsByKey(scope, key) {
+		return nil, nil
+	}
+	return t.queries.ListActiveWaitsByKey(ctx, scope, key)
+}
+
 var (
 	_ storage.Tx     = (*tx)(nil)
 	_ storage.Keeper = (*tx)(nil)
@@ -592,14 +602,16 @@ var callGuardQuery = `SELECT ` + prefixed("e.", execCols) + `, ` + prefixed("w."
 	EXISTS (SELECT 1 FROM declarations d WHERE d.execution = e.id AND d.applied_at IS NULL),
 	COALESCE((SELECT MAX(number) FROM config_generations), 0),
 	EXISTS (SELECT 1 FROM waits a WHERE a.work = w.id AND a.state = 'active'),
-	EXISTS (SELECT 1 FROM toolbelt_tokens t WHERE t.execution = e.id AND t.revoked_at = 0)
+	EXISTS (SELECT 1 FROM toolbelt_tokens t WHERE t.execution = e.id AND t.revoked_at = 0),
+	COALESCE((SELECT k.work FROM work_keys k WHERE k.scope = w.scope AND k.key = w.id AND k.released_at IS NULL), ''),
+	EXISTS (SELECT 1 FROM wait_keys k JOIN waits a ON a.id = k.wait WHERE k.key = w.id AND a.scope = w.scope AND a.state = 'active')
 	FROM executions e JOIN work w ON w.id = e.work WHERE e.id = ?`
 
 func (q queries) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
 	var g storage.CallGuard
 	var e execRow
 	var w workRow
-	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration, &g.ActiveWait, &g.LiveTokens)
+	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration, &g.ActiveWait, &g.LiveTokens, &g.KeyOwner, &g.KeyWaits)
 	if err := one(q.q.QueryRowContext(ctx, callGuardQuery, executionID).Scan(dest...), "execution", executionID); err != nil {
 		return g, err
 	}

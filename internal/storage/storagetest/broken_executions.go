@@ -400,3 +400,66 @@ func (t *firstGuardTx) GetCallGuard(ctx context.Context, id string) (storage.Cal
 	t.seen[id] = g
 	return g, nil
 }
+
+// guardMissesTheWorkKey is a call guard that never reads its Work's key:
+// nobody owns it and no wait names it.
+var guardMissesTheWorkKey = stateless("guard_misses_the_work_key", "the call guard says nobody owns its Work's key and no wait names it, whatever the rows say",
+	func(s storage.Store) storage.Store { return keylessGuard{s} })
+
+func keylessOf(g storage.CallGuard, err error) (storage.CallGuard, error) {
+	g.KeyOwner, g.KeyWaits = "", false
+	return g, err
+}
+
+type keylessGuard struct{ storage.Store }
+
+func (s keylessGuard) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return keylessOf(s.Store.GetCallGuard(ctx, id))
+}
+
+func (s keylessGuard) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(keylessGuardTx{tx}) })
+}
+
+type keylessGuardTx struct{ storage.Tx }
+
+func (t keylessGuardTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	return keylessOf(t.Tx.GetCallGuard(ctx, id))
+}
+
+// txKeepsKeyAbsence is a transaction that holds what a call guard found
+// absent of its Work's key (no owner, no wait) to its end, whatever it
+// writes since.
+var txKeepsKeyAbsence = txControl("tx_keeps_key_absence", "a transaction answers a key's owner and waits from a guard read, across its own writes",
+	func(s storage.Store, tx storage.Tx) storage.Tx {
+		return &keyAbsenceTx{Tx: tx, unowned: map[[2]string]bool{}, noWaits: map[[2]string]bool{}}
+	})
+
+type keyAbsenceTx struct {
+	storage.Tx
+	unowned, noWaits map[[2]string]bool
+}
+
+func (t *keyAbsenceTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	g, err := t.Tx.GetCallGuard(ctx, id)
+	if err == nil {
+		k := [2]string{g.Work.Scope, g.Work.ID}
+		t.unowned[k] = t.unowned[k] || g.KeyOwner == ""
+		t.noWaits[k] = t.noWaits[k] || !g.KeyWaits
+	}
+	return g, err
+}
+
+func (t *keyAbsenceTx) GetKeyOwner(ctx context.Context, scope, key string) (storage.Work, error) {
+	if t.unowned[[2]string{scope, key}] {
+		return storage.Work{}, storage.ErrNotFound
+	}
+	return t.Tx.GetKeyOwner(ctx, scope, key)
+}
+
+func (t *keyAbsenceTx) ListActiveWaitsByKey(ctx context.Context, scope, key string) ([]storage.Wait, error) {
+	if t.noWaits[[2]string{scope, key}] {
+		return nil, nil
+	}
+	return t.Tx.ListActiveWaitsByKey(ctx, scope, key)
+}

@@ -295,6 +295,8 @@ func executionCases() []Case {
 		{Name: "execution_node", Run: plain(executionNode), Control: nodeFilterIgnored},
 		{Name: "call_guard_agrees_with_reads", Run: plain(callGuardAgreesWithReads), Control: guardGenerationIsFirst},
 		{Name: "call_guard_sees_tx_writes", Run: plain(callGuardSeesTxWrites), Control: guardKeepsFirstRead},
+		{Name: "call_guard_reads_the_work_key", Run: plain(callGuardReadsTheWorkKey), Control: guardMissesTheWorkKey},
+		{Name: "call_guard_key_reads_see_tx_writes", Run: plain(callGuardKeyReadsSeeTxWrites), Control: txKeepsKeyAbsence},
 	}
 }
 
@@ -935,7 +937,162 @@ func guardByReads(ctx context.Context, r storage.Reader, exeID string) (storage.
 	for _, t := range toks {
 		g.LiveTokens = g.LiveTokens || !t.Revoked()
 	}
-	return g, nil
+	switch owner, err := r.GetKeyOwner(ctx, g.Work.Scope, g.Work.ID); {
+	case err == nil:
+		g.KeyOwner = owner.ID
+	case !errors.Is(err, storage.ErrNotFound):
+		return g, err
+	}
+	waits, err := r.ListActiveWaitsByKey(ctx, g.Work.Scope, g.Work.ID)
+	g.KeyWaits = len(waits) > 0
+	return g, err
+}
+
+// checkKeyGuard reads the guard of exeID in r, holds it to the separate
+// reads, and to the owner and the waits of its Work's key the case
+// expects.
+func checkKeyGuard(ctx context.Context, r storage.Reader, exeID, when, owner string, waits bool) error {
+	g, err := r.GetCallGuard(ctx, exeID)
+	if err != nil {
+		return fmt.Errorf("the call guard %s: %w", when, err)
+	}
+	byReads, err := guardByReads(ctx, r, exeID)
+	if err != nil {
+		return fmt.Errorf("the separate reads %s: %w", when, err)
+	}
+	return first(
+		want(g.KeyOwner == owner && g.KeyWaits == waits, "the call guard %s says the Work's key is owned by %q with waits %v, want %q and %v", when, g.KeyOwner, g.KeyWaits, owner, waits),
+		want(reflect.DeepEqual(g, byReads), "the call guard %s = %+v; the separate reads say %+v", when, g, byReads),
+	)
+}
+
+// checkKeyGuardBoth is checkKeyGuard on the store's readers and inside a
+// transaction.
+func checkKeyGuardBoth(ctx context.Context, s storage.Store, exeID, when, owner string, waits bool) error {
+	if err := checkKeyGuard(ctx, s, exeID, when, owner, waits); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		return checkKeyGuard(ctx, tx, exeID, when+" (in a transaction)", owner, waits)
+	})
+}
+
+// keyWait is a wait of workID that names key.
+func keyWait(id, workID, key string, now int) *storage.InsertWaitParams {
+	return &storage.InsertWaitParams{ID: id, Work: workID, Scope: "s1", Epoch: 1, Registration: "reg_" + id, Keys: []string{key}, CreatedAt: at(now)}
+}
+
+// callGuardReadsTheWorkKey: the call guard says who owns the key named by
+// its Work's id and whether an active wait names it, as GetKeyOwner and
+// ListActiveWaitsByKey do: the Work itself (a Work owns its id from its
+// creation) and no wait, then another Work's wait naming it, then nobody
+// and none once the Work released it and the wait ended, then another
+// Work.
+func callGuardReadsTheWorkKey(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if _, err := SeedWork(ctx, s, "wrk_2"); err != nil {
+		return err
+	}
+	if err := checkKeyGuardBoth(ctx, s, e.ID, "of a new Work", e.Work, false); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.InsertWait(ctx, keyWait("wat_k", "wrk_2", e.Work, 1))
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := checkKeyGuardBoth(ctx, s, e.ID, "of a Work whose key a wait names", e.Work, true); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := tx.ReleaseKeys(ctx, e.Work, at(2)); err != nil {
+			return err
+		}
+		_, err := tx.UpdateWait(ctx, &storage.UpdateWaitParams{ID: "wat_k", State: storage.WaitCancelled, Now: at(2)})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := checkKeyGuardBoth(ctx, s, e.ID, "once the Work released its key and the wait ended", "", false); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: e.Work, Work: "wrk_2", At: at(3)})
+	}); err != nil {
+		return err
+	}
+	return checkKeyGuardBoth(ctx, s, e.ID, "once another Work took the released key", "wrk_2", false)
+}
+
+// callGuardKeyReadsSeeTxWrites: inside a transaction, what a call guard
+// found of its Work's key (the Work owning it and no wait naming it, or
+// nobody owning it) is not what the transaction reads after its own
+// writes changed it: a wait inserted or ended, the keys released, the key
+// acquired by another Work (and committed so).
+func callGuardKeyReadsSeeTxWrites(ctx context.Context, s storage.Store) error {
+	e, err := SeedExecution(ctx, s, "wrk_1", "exe_1")
+	if err != nil {
+		return err
+	}
+	if _, err := SeedWork(ctx, s, "wrk_2"); err != nil {
+		return err
+	}
+	owner := func(tx storage.Tx) (string, error) {
+		w, err := tx.GetKeyOwner(ctx, "s1", e.Work)
+		if errors.Is(err, storage.ErrNotFound) {
+			return "", nil
+		}
+		return w.ID, err
+	}
+	waits := func(tx storage.Tx) (int, error) {
+		ws, err := tx.ListActiveWaitsByKey(ctx, "s1", e.Work)
+		return len(ws), err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := checkKeyGuard(ctx, tx, e.ID, "of a new Work", e.Work, false); err != nil {
+			return err
+		}
+		if _, err := tx.InsertWait(ctx, keyWait("wat_k", "wrk_2", e.Work, 1)); err != nil {
+			return err
+		}
+		if n, err := waits(tx); err != nil || n != 1 {
+			return fmt.Errorf("after a guard found no wait naming the key, one inserted: %d listed (%v), want 1", n, err)
+		}
+		if _, err := tx.UpdateWait(ctx, &storage.UpdateWaitParams{ID: "wat_k", State: storage.WaitCancelled, Now: at(2)}); err != nil {
+			return err
+		}
+		if n, err := waits(tx); err != nil || n != 0 {
+			return fmt.Errorf("after the wait naming the key ended: %d listed (%v), want none", n, err)
+		}
+		if err := tx.ReleaseKeys(ctx, e.Work, at(2)); err != nil {
+			return err
+		}
+		if got, err := owner(tx); err != nil || got != "" {
+			return fmt.Errorf("after the Work released its keys the key is owned by %q (%v), want nobody", got, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := checkKeyGuard(ctx, tx, e.ID, "after the release committed", "", false); err != nil {
+			return err
+		}
+		if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: e.Work, Work: "wrk_2", At: at(3)}); err != nil {
+			return err
+		}
+		if got, err := owner(tx); err != nil || got != "wrk_2" {
+			return fmt.Errorf("the key acquired after a guard found it unowned is owned by %q (%v), want wrk_2", got, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return checkKeyGuard(ctx, s, e.ID, "after the transaction committed", "wrk_2", false)
 }
 
 // checkGuard reads the guard of exeID in r and holds it to the separate
