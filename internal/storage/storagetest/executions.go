@@ -952,28 +952,18 @@ func guardByReads(ctx context.Context, r storage.Reader, exeID string) (storage.
 // reads, and to the owner and the waits of its Work's key the case
 // expects.
 func checkKeyGuard(ctx context.Context, r storage.Reader, exeID, when, owner string, waits bool) error {
-	g, err := r.GetCallGuard(ctx, exeID)
+	g, err := guardAgrees(ctx, r, exeID, when)
 	if err != nil {
-		return fmt.Errorf("the call guard %s: %w", when, err)
+		return err
 	}
-	byReads, err := guardByReads(ctx, r, exeID)
-	if err != nil {
-		return fmt.Errorf("the separate reads %s: %w", when, err)
-	}
-	return first(
-		want(g.KeyOwner == owner && g.KeyWaits == waits, "the call guard %s says the Work's key is owned by %q with waits %v, want %q and %v", when, g.KeyOwner, g.KeyWaits, owner, waits),
-		want(reflect.DeepEqual(g, byReads), "the call guard %s = %+v; the separate reads say %+v", when, g, byReads),
-	)
+	return want(g.KeyOwner == owner && g.KeyWaits == waits, "the call guard %s says the Work's key is owned by %q with waits %v, want %q and %v", when, g.KeyOwner, g.KeyWaits, owner, waits)
 }
 
 // checkKeyGuardBoth is checkKeyGuard on the store's readers and inside a
 // transaction.
 func checkKeyGuardBoth(ctx context.Context, s storage.Store, exeID, when, owner string, waits bool) error {
-	if err := checkKeyGuard(ctx, s, exeID, when, owner, waits); err != nil {
-		return err
-	}
-	return s.WithTx(ctx, func(tx storage.Tx) error {
-		return checkKeyGuard(ctx, tx, exeID, when+" (in a transaction)", owner, waits)
+	return inStoreAndTx(ctx, s, when, func(r storage.Reader, when string) error {
+		return checkKeyGuard(ctx, r, exeID, when, owner, waits)
 	})
 }
 
@@ -1095,19 +1085,28 @@ func callGuardKeyReadsSeeTxWrites(ctx context.Context, s storage.Store) error {
 	return checkKeyGuard(ctx, s, e.ID, "after the transaction committed", "wrk_2", false)
 }
 
-// checkGuard reads the guard of exeID in r and holds it to the separate
-// reads and to what the case expects of it.
-func checkGuard(ctx context.Context, r storage.Reader, exeID, when string, declared bool, generation int64, work storage.WorkState) error {
+// guardAgrees reads the guard of exeID in r and holds it to the separate
+// reads it stands for.
+func guardAgrees(ctx context.Context, r storage.Reader, exeID, when string) (storage.CallGuard, error) {
 	g, err := r.GetCallGuard(ctx, exeID)
 	if err != nil {
-		return fmt.Errorf("the call guard %s: %w", when, err)
+		return g, fmt.Errorf("the call guard %s: %w", when, err)
 	}
 	byReads, err := guardByReads(ctx, r, exeID)
 	if err != nil {
-		return fmt.Errorf("the separate reads %s: %w", when, err)
+		return g, fmt.Errorf("the separate reads %s: %w", when, err)
+	}
+	return g, want(reflect.DeepEqual(g, byReads), "the call guard %s = %+v; the separate reads say %+v", when, g, byReads)
+}
+
+// checkGuard reads the guard of exeID in r and holds it to the separate
+// reads and to what the case expects of it.
+func checkGuard(ctx context.Context, r storage.Reader, exeID, when string, declared bool, generation int64, work storage.WorkState) error {
+	g, err := guardAgrees(ctx, r, exeID, when)
+	if err != nil {
+		return err
 	}
 	return first(
-		want(reflect.DeepEqual(g, byReads), "the call guard %s = %+v; the separate reads say %+v", when, g, byReads),
 		want(g.Execution.ID == exeID && g.Work.ID == g.Execution.Work, "the call guard %s read execution %s of Work %s", when, g.Execution.ID, g.Work.ID),
 		want(g.Declared == declared, "the call guard %s says declared %v, want %v", when, g.Declared, declared),
 		want(g.LatestGeneration == generation, "the call guard %s says latest generation %d, want %d", when, g.LatestGeneration, generation),
@@ -1115,14 +1114,20 @@ func checkGuard(ctx context.Context, r storage.Reader, exeID, when string, decla
 	)
 }
 
+// inStoreAndTx runs check on the store's readers and inside a
+// transaction.
+func inStoreAndTx(ctx context.Context, s storage.Store, when string, check func(r storage.Reader, when string) error) error {
+	if err := check(s, when); err != nil {
+		return err
+	}
+	return s.WithTx(ctx, func(tx storage.Tx) error { return check(tx, when+" (in a transaction)") })
+}
+
 // checkGuardBoth is checkGuard on the store's readers and inside a
 // transaction.
 func checkGuardBoth(ctx context.Context, s storage.Store, exeID, when string, declared bool, generation int64, work storage.WorkState) error {
-	if err := checkGuard(ctx, s, exeID, when, declared, generation, work); err != nil {
-		return err
-	}
-	return s.WithTx(ctx, func(tx storage.Tx) error {
-		return checkGuard(ctx, tx, exeID, when+" (in a transaction)", declared, generation, work)
+	return inStoreAndTx(ctx, s, when, func(r storage.Reader, when string) error {
+		return checkGuard(ctx, r, exeID, when, declared, generation, work)
 	})
 }
 
