@@ -162,7 +162,7 @@ func (r *Runtime) CreateWorkInTx(ctx context.Context, tx storage.Tx, nw NewWork)
 	// The first input goes in with the Work (InsertWorkParams.Input).
 	w, err := tx.InsertWork(ctx, &storage.InsertWorkParams{
 		ID: nw.ID, Scope: nw.Scope, Binding: nw.Binding, State: storage.WorkReady, Parent: nw.Parent,
-		CreatedEvent: created.ID, Grants: nonNil(nw.Grants), CreatedAt: r.clock.Now(), Input: input,
+		CreatedEvent: created.ID, Grants: nonNil(nw.Grants), CreatedAt: r.clock.Now(), Input: input, OwnKey: true,
 	})
 	if err != nil {
 		return WorkCreated{}, err

@@ -135,6 +135,13 @@ type InsertWorkParams struct {
 	// back with an InputCount of 1, as InsertWork then QueueInput would
 	// leave it, but for its revision.
 	Input string
+	// OwnKey: the Work acquires its own id as a correlation key in Scope,
+	// at CreatedAt, by the same write, as AcquireKey would. When another
+	// Work owns that key the Work is inserted all the same, without it,
+	// and AcquireKey of the key then reports the owner; a transaction
+	// that acquired it this way answers its AcquireKey without a
+	// statement.
+	OwnKey bool
 }
 
 // UpdateWorkParams changes a Work. Nil fields are left as they are.

@@ -53,7 +53,8 @@ type TxRows struct {
 	noKeyWaits map[[2]string]bool
 	// unowned are the keys (scope, key) the transaction released itself
 	// (KeepReleasedKeys) or a guard read found unowned, owned the keys a
-	// guard read found owned, by the owner's id; both are forgotten at a
+	// guard read found owned or the transaction acquired itself
+	// (KeepOwnedKey), by the owner's id; both are forgotten at a
 	// statement that may change work_keys.
 	unowned map[[2]string]bool
 	owned   map[[2]string]string
@@ -325,6 +326,26 @@ func (c *TxRows) KeepReleasedKeys(keys [][2]string) {
 		}
 		c.unowned[k] = true
 	}
+}
+
+// KeepOwnedKey records that work owns key in scope, a key the
+// transaction has just acquired for it: until a statement may change
+// work_keys, OwnsKey says so without a statement.
+func (c *TxRows) KeepOwnedKey(scope, key, work string) {
+	k := [2]string{scope, key}
+	delete(c.unowned, k)
+	if c.owned == nil {
+		c.owned = map[[2]string]string{}
+	}
+	c.owned[k] = work
+}
+
+// OwnsKey reports whether the transaction knows, from its own acquiring
+// or a guard read that nothing it ran since can have changed, that work
+// owns key in scope.
+func (c *TxRows) OwnsKey(scope, key, work string) bool {
+	owner, ok := c.owned[[2]string{scope, key}]
+	return ok && owner == work
 }
 
 // KeysOwnedBy is the keys (scope, key) the transaction knows, from a

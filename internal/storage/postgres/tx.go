@@ -210,26 +210,48 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", p.State)
 	}
-	query := `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
+	insert := `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + workCols
 	args := []any{p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), 0, ts(p.CreatedAt), ts(p.CreatedAt)}
-	if p.Input != "" {
-		// The first input in the same statement: it is inserted only when
-		// the Work is (PostgreSQL runs every data-modifying WITH once).
-		args[7] = 1
-		query = `WITH w AS (` + query + `),
-			i AS (INSERT INTO work_inputs (work, position, event, queued_at) SELECT id, 1, ?, ? FROM w)
-			SELECT ` + workCols + ` FROM w`
-		args = append(args, p.Input, ts(p.CreatedAt))
+	query := insert
+	if p.Input != "" || p.OwnKey {
+		// The first input and the key in the same statement: each is
+		// inserted only when the Work is (PostgreSQL runs every
+		// data-modifying WITH once).
+		with, sel := []string{`w AS (` + insert + `)`}, `SELECT `+workCols
+		if p.Input != "" {
+			args[7] = 1
+			with = append(with, `i AS (INSERT INTO work_inputs (work, position, event, queued_at) SELECT id, 1, ?, ? FROM w)`)
+			args = append(args, p.Input, ts(p.CreatedAt))
+		}
+		if p.OwnKey {
+			// A key another Work owns is left to AcquireKey to report.
+			with = append(with, `k AS (INSERT INTO work_keys (scope, key, work, acquired_at) SELECT scope, id, id, created_at FROM w ON CONFLICT DO NOTHING RETURNING 1)`)
+			sel += `, EXISTS (SELECT 1 FROM k)`
+		}
+		query = `WITH ` + strings.Join(with, `, `) + ` ` + sel + ` FROM w`
 	}
-	w, err := scanWork(t.q.queryRow(ctx, query, args...))
+	var row workRow
+	var owned bool
+	dest := row.dest()
+	if p.OwnKey {
+		dest = append(dest, &owned)
+	}
+	err := t.q.queryRow(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Work{}, fmt.Errorf("%w: work %s exists", storage.ErrDuplicate, p.ID)
 	}
 	if err != nil {
 		return storage.Work{}, writeErr(err, "insert work")
 	}
+	w, err := row.record()
+	if err != nil {
+		return storage.Work{}, err
+	}
 	t.q.turn.rows.KeepWrittenWork(w)
+	if owned {
+		t.q.turn.rows.KeepOwnedKey(w.Scope, w.ID, w.ID)
+	}
 	return w, nil
 }
 
@@ -302,6 +324,9 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 	// The insert first: a free key (the usual case) costs one statement.
 	// A taken one is looked up: owning it already is fine; a key released
 	// between the two is tried once more.
+	if t.q.turn.rows.OwnsKey(p.Scope, p.Key, p.Work) {
+		return nil // acquired with its Work (InsertWorkParams.OwnKey)
+	}
 	for range 2 {
 		ok, err := t.insert(ctx, "acquire key", `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
 		if err != nil || ok {

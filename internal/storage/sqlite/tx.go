@@ -200,6 +200,17 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 		}
 	}
 	t.rows.KeepWork(w)
+	if p.OwnKey {
+		// A key another Work owns is left to AcquireKey to report.
+		res, err := t.q.ExecContext(ctx, `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			w.Scope, w.ID, w.ID, ts(p.CreatedAt))
+		if err != nil {
+			return storage.Work{}, writeErr(err, "acquire key")
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			t.rows.KeepOwnedKey(w.Scope, w.ID, w.ID)
+		}
+	}
 	return w, nil
 }
 
@@ -255,6 +266,9 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error {
 	if p.Key == "" {
 		return errors.New("sqlite: an empty key cannot be owned")
+	}
+	if t.rows.OwnsKey(p.Scope, p.Key, p.Work) {
+		return nil // acquired with its Work (InsertWorkParams.OwnKey)
 	}
 	// The insert first: a free key (the usual case) costs one statement,
 	// and only a taken one is looked up (owning it already is fine).

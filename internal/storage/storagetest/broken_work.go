@@ -200,6 +200,18 @@ func (t dropsInputTx) InsertWork(ctx context.Context, p *storage.InsertWorkParam
 	return t.Tx.InsertWork(ctx, &q)
 }
 
+// insertForgetsOwnKey inserts a Work without the key it was to own.
+var insertForgetsOwnKey = txControl("insert_forgets_own_key", "InsertWork ignores OwnKey",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return forgetsOwnKeyTx{tx} })
+
+type forgetsOwnKeyTx struct{ storage.Tx }
+
+func (t forgetsOwnKeyTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+	q := *p
+	q.OwnKey = false
+	return t.Tx.InsertWork(ctx, &q)
+}
+
 // claimsPastRevision claims a Work whatever became of it since it was
 // listed: a changed, held or running Work is moved too.
 var claimsPastRevision = txControl("claims_past_revision", "ClaimWork moves a Work whatever its revision, hold or state",

@@ -245,6 +245,97 @@ func inputsQueueOnce(ctx context.Context, s storage.Store) error {
 	})
 }
 
+// workInsertedOwningItsKey: a Work inserted with OwnKey owns its own id
+// as a key, inside the transaction (before any AcquireKey) and after it,
+// and acquiring that key again is fine; one whose id another Work owns as a key is inserted
+// without it, and acquiring it reports the owner; a Work inserted without
+// OwnKey owns nothing, and a refused insert (the id taken) acquires
+// nothing.
+func workInsertedOwningItsKey(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_taken"); err != nil {
+		return err
+	}
+	if _, err := SeedWork(ctx, s, "wrk_other"); err != nil {
+		return err
+	}
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "wrk_shadowed", Work: "wrk_other", At: T0})
+	})
+	if err != nil {
+		return err
+	}
+	owner := func(tx storage.Tx, key string) string {
+		w, err := tx.GetKeyOwner(ctx, "s1", key)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return "-"
+		case err != nil:
+			return err.Error()
+		}
+		return w.ID
+	}
+	var inTx []string
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_in", nil); err != nil {
+			return err
+		}
+		insert := func(p storage.InsertWorkParams) error {
+			p.Scope, p.Binding, p.State, p.CreatedAt = "s1", "b1", storage.WorkReady, at(1)
+			_, err := tx.InsertWork(ctx, &p)
+			return err
+		}
+		err := insert(storage.InsertWorkParams{ID: "wrk_taken", OwnKey: true})
+		if err := wantErr(err, storage.ErrDuplicate, "a Work inserted with its key under a taken id"); err != nil {
+			return err
+		}
+		for _, p := range []storage.InsertWorkParams{{ID: "wrk_own", Input: "evt_in", OwnKey: true}, {ID: "wrk_plain", OwnKey: true}, {ID: "wrk_bare"}, {ID: "wrk_shadowed", OwnKey: true}} {
+			if err := insert(p); err != nil {
+				return fmt.Errorf("insert %s: %w", p.ID, err)
+			}
+		}
+		// Right after its insert, with nothing between that could tell
+		// the transaction who owns the key.
+		shadowed := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "wrk_shadowed", Work: "wrk_shadowed", At: at(1)})
+		if err := wantErr(shadowed, storage.ErrDuplicate, "acquiring the own id another Work owns as a key"); err != nil {
+			return err
+		}
+		for _, key := range []string{"wrk_own", "wrk_plain", "wrk_shadowed", "wrk_bare", "wrk_taken"} {
+			inTx = append(inTx, owner(tx, key))
+		}
+		if err := insert(storage.InsertWorkParams{ID: "wrk_last", OwnKey: true}); err != nil {
+			return err
+		}
+		for _, id := range []string{"wrk_last", "wrk_own", "wrk_plain"} {
+			if err := tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: id, Work: id, At: at(1)}); err != nil {
+				return fmt.Errorf("acquiring the key %s acquired with its Work: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var after []string
+	var keys []string
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		for _, key := range []string{"wrk_own", "wrk_plain", "wrk_shadowed", "wrk_bare", "wrk_taken"} {
+			after = append(after, owner(tx, key))
+		}
+		var err error
+		keys, err = tx.ListWorkKeys(ctx, "wrk_own")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	wantOwners := fmt.Sprint([]string{"wrk_own", "wrk_plain", "wrk_other", "-", "wrk_taken"})
+	return first(
+		want(fmt.Sprint(inTx) == wantOwners, "owners of the keys in the inserting transaction = %v; want %s (- = no owner)", inTx, wantOwners),
+		want(fmt.Sprint(after) == wantOwners, "owners of the keys after it = %v; want %s (- = no owner)", after, wantOwners),
+		want(fmt.Sprint(keys) == "[wrk_own]", "keys of wrk_own = %v", keys),
+	)
+}
+
 // workInsertedWithInput: a Work inserted with its first input has it at
 // position 1 and counts it, inside the transaction and after it; later
 // inputs follow at 2, the same event again is not queued twice, and a
@@ -415,6 +506,7 @@ func workCases() []Case {
 		{Name: "work_count", Run: plain(workCount), Control: countWorkIgnoresStates},
 		{Name: "inputs_queue_once", Run: plain(inputsQueueOnce), Control: refusesRepeatedInput},
 		{Name: "work_inserted_with_input", Run: plain(workInsertedWithInput), Control: insertDropsInput},
+		{Name: "work_inserted_owning_its_key", Run: plain(workInsertedOwningItsKey), Control: insertForgetsOwnKey},
 		{Name: "work_claimed_together", Run: plain(workClaimedTogether), Control: claimsPastRevision},
 		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
 		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
