@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/open-conduit/open-conduit/internal/storage"
@@ -84,6 +85,9 @@ type pending struct {
 	base bool
 	// numbered: a fresh event's insert, numbered from n.
 	numbered bool
+	// fence names the row of a write computed from a kept row
+	// (deferredUpdate): the statement fails should it change no row.
+	fence string
 	// late is set on the writes of a caller whose turn has ended (see
 	// Release).
 	late *lateWrites
@@ -220,9 +224,20 @@ func (b *batch) Rollback() {
 }
 
 // deferWrite queues a caller's write to travel with its next statement;
-// numbered marks a fresh event's insert.
-func (b *batch) deferWrite(query string, args []any, numbered bool) {
-	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true, numbered: numbered})
+// numbered marks a fresh event's insert, fence a write computed from a
+// kept row.
+func (b *batch) deferWrite(query string, args []any, numbered bool, fence string) {
+	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true, numbered: numbered, fence: fence})
+}
+
+// fenceErr is the error of p, a statement sent ahead: a write computed
+// from a kept row that found its row moved on says so.
+func fenceErr(p pending, err error) error {
+	var pe *pgconn.PgError
+	if p.fence != "" && errors.As(err, &pe) && pe.Code == "22012" {
+		return fmt.Errorf("%w: %s had moved on when the write computed from its kept row ran; the transaction is not committed", storage.ErrFenced, p.fence)
+	}
+	return err
 }
 
 // numberedAhead reports whether a fresh event's insert waits in ahead:
@@ -317,6 +332,7 @@ func (b *batch) send(ctx context.Context, query string, args []any) (pgx.BatchRe
 			continue
 		}
 		_ = br.Close()
+		err = fenceErr(p, err)
 		if p.late == nil {
 			return nil, nil, err
 		}

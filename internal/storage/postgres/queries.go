@@ -134,7 +134,24 @@ func (q querier) deferred(ctx context.Context, numbered bool, query string, args
 	if _, err := q.enter(ctx, query); err != nil {
 		return err
 	}
-	q.turn.b.deferWrite(query, args, numbered)
+	q.turn.b.deferWrite(query, args, numbered, "")
+	return nil
+}
+
+// inBatch reports whether the querier runs a caller's turn in a batch,
+// where a write may be deferred.
+func (q querier) inBatch() bool { return q.turn != nil && q.turn.b != nil }
+
+// deferredOne is later for update, an UPDATE of one row (named by fence)
+// whose result the caller computed from the row it keeps: the statement
+// travels with the next one and fails, failing it, should it change no
+// row (fenceErr).
+func (q querier) deferredOne(ctx context.Context, update, fence string, args []any) error {
+	query := `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / COUNT(*) FROM u`
+	if _, err := q.enter(ctx, query); err != nil {
+		return err
+	}
+	q.turn.b.deferWrite(query, args, false, fence)
 	return nil
 }
 

@@ -281,7 +281,7 @@ func TestClaimsAcrossDaemons(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: w.ID, FromStates: []storage.WorkState{storage.WorkReady}, Revision: w.Revision, State: &running, Now: storagetest.T0}); err != nil {
+		if _, err := tx.ClaimWork(ctx, &storage.ClaimWorkParams{Work: []storage.WorkRevision{{ID: w.ID, Revision: w.Revision}}, Now: storagetest.T0}); err != nil {
 			return err
 		}
 		ws, err := ss[1].ListClaimable(ctx, 5)

@@ -302,7 +302,11 @@ func (t *tx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (stora
 	if p.Revision != 0 {
 		w.add("revision = ?", p.Revision)
 	}
-	return t.writeWork(ctx, "update work", p.ID, `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	query, args := `UPDATE work SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)
+	if cur, ok := t.keptWork(p); ok {
+		return t.updateKeptWork(ctx, cur, p, query, args)
+	}
+	return t.writeWork(ctx, "update work", p.ID, query, args...)
 }
 
 func (t *tx) keyOwner(ctx context.Context, scope, key string) (string, error) {
@@ -527,7 +531,11 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	w.add("epoch = ?", p.Epoch)
 	w.eq("owner", p.Owner)
 	w.in("state", stateStrings(p.FromStates))
-	return t.writeExecution(ctx, "update execution", p.ID, `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)...)
+	query, args := `UPDATE executions SET `+strings.Join(set, ", ")+w.sql(), append(args, w.args...)
+	if cur, ok := t.keptExecution(p); ok {
+		return t.updateKeptExecution(ctx, cur, p, query, args)
+	}
+	return t.writeExecution(ctx, "update execution", p.ID, query, args...)
 }
 
 // ClaimWork is one UPDATE for every listed Work, each matched by its

@@ -200,6 +200,20 @@ func (t dropsInputTx) InsertWork(ctx context.Context, p *storage.InsertWorkParam
 	return t.Tx.InsertWork(ctx, &q)
 }
 
+// updateForgetsAttempts returns from UpdateWork the row as it was before
+// the attempts it added, as a store that computes the row it returns
+// from the row it read, and forgets a counter, would.
+var updateForgetsAttempts = txControl("update_forgets_attempts", "UpdateWork returns a row without the attempts it added",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return forgetsAttemptsTx{tx} })
+
+type forgetsAttemptsTx struct{ storage.Tx }
+
+func (t forgetsAttemptsTx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (storage.Work, error) {
+	w, err := t.Tx.UpdateWork(ctx, p)
+	w.Attempts -= p.AddAttempts
+	return w, err
+}
+
 // insertForgetsOwnKey inserts a Work without the key it was to own.
 var insertForgetsOwnKey = txControl("insert_forgets_own_key", "InsertWork ignores OwnKey",
 	func(_ storage.Store, tx storage.Tx) storage.Tx { return forgetsOwnKeyTx{tx} })

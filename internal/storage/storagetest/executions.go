@@ -297,6 +297,7 @@ func executionCases() []Case {
 		{Name: "call_guard_sees_tx_writes", Run: plain(callGuardSeesTxWrites), Control: guardKeepsFirstRead},
 		{Name: "call_guard_reads_the_work_key", Run: plain(callGuardReadsTheWorkKey), Control: guardMissesTheWorkKey},
 		{Name: "call_guard_key_reads_see_tx_writes", Run: plain(callGuardKeyReadsSeeTxWrites), Control: txKeepsKeyAbsence},
+		{Name: "updates_of_read_rows", Run: plain(updatesOfReadRows), Control: updateForgetsAttempts},
 	}
 }
 
