@@ -13,9 +13,9 @@ import (
 
 // Updates computed from a kept row. A batch holds the event counter row
 // from its first statement to its COMMIT (group.go), and every write to
-// the database is some batch's: a Work or execution row the caller's
-// transaction read, and kept (storage.TxRows), is the row as it is until
-// the transaction itself writes it. An UpdateWork or UpdateExecution of
+// the work and executions tables is some batch's: a Work or execution
+// row the caller's transaction read, and kept (storage.TxRows), is the
+// row as it is until the transaction itself writes it. An UpdateWork or UpdateExecution of
 // such a row is then answered from it: the fence (revision, epoch,
 // owner, states) is checked on the kept row, a refusal costs no
 // statement, and the row the update leaves is computed, kept, and
