@@ -676,8 +676,10 @@ func (s *Service) follow(ctx context.Context) (bool, error) {
 			s.log.Warn("cannot write the configuration another daemon applied to the config file", "path", s.ConfigPath(), "error", err.Error())
 		}
 	}
-	s.setActive(snap, latest)
+	// Said before it is served: whoever sees the new generation active
+	// finds the line in the log already.
 	s.log.Info("serving a configuration generation committed through another daemon", "generation", latest.Number, "previous_generation", cur.gen.Number, "actor", latest.Actor)
+	s.setActive(snap, latest)
 	for _, fn := range s.hooks {
 		fn(snap)
 	}
