@@ -292,14 +292,11 @@ func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read fun
 		mark(&c.noTokens, g.Execution.ID, !g.LiveTokens)
 		key := [2]string{g.Work.Scope, g.Work.ID}
 		mark(&c.noKeyWaits, key, !g.KeyWaits)
-		mark(&c.unowned, key, g.KeyOwner == "")
 		if g.KeyOwner == "" {
+			mark(&c.unowned, key, true)
 			delete(c.owned, key)
 		} else {
-			if c.owned == nil {
-				c.owned = map[[2]string]string{}
-			}
-			c.owned[key] = g.KeyOwner
+			c.KeepOwnedKey(key[0], key[1], g.KeyOwner)
 		}
 	}
 	return g, err

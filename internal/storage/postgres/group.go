@@ -86,7 +86,7 @@ type pending struct {
 	// numbered: a fresh event's insert, numbered from n.
 	numbered bool
 	// fence names the row of a write computed from a kept row
-	// (deferredUpdate): the statement fails should it change no row.
+	// (querier.deferredOne): the statement fails should it change no row.
 	fence string
 	// late is set on the writes of a caller whose turn has ended (see
 	// Release).

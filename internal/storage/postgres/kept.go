@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -15,10 +14,10 @@ import (
 // from its first statement to its COMMIT (group.go), and every write to
 // the work and executions tables is some batch's: a Work or execution
 // row the caller's transaction read, and kept (storage.TxRows), is the
-// row as it is until the transaction itself writes it. An UpdateWork or UpdateExecution of
-// such a row is then answered from it: the fence (revision, epoch,
-// owner, states) is checked on the kept row, a refusal costs no
-// statement, and the row the update leaves is computed, kept, and
+// row as it is until the transaction itself writes it. An UpdateWork or
+// UpdateExecution of such a row is then answered from it: the fence
+// (revision, epoch, owner, states) is checked on the kept row, a refusal
+// costs no statement, and the row the update leaves is computed, kept, and
 // returned, while the UPDATE itself travels with the caller's next
 // statement (or the end of its turn), fenced as ever. Should it find its
 // row moved on all the same (a write outside any batch, by hand), it
@@ -141,7 +140,7 @@ func storable(texts ...*string) bool {
 func (t *tx) updateKeptWork(ctx context.Context, cur storage.Work, p *storage.UpdateWorkParams, query string, args []any) (storage.Work, error) {
 	w, ok := workUpdated(cur, p)
 	if !ok {
-		return storage.Work{}, fmt.Errorf("%w: work %s has moved on", storage.ErrFenced, p.ID)
+		return storage.Work{}, movedOn("work", p.ID)
 	}
 	if err := t.q.deferredOne(ctx, query, "work "+p.ID, args); err != nil {
 		return storage.Work{}, err
@@ -154,7 +153,7 @@ func (t *tx) updateKeptWork(ctx context.Context, cur storage.Work, p *storage.Up
 func (t *tx) updateKeptExecution(ctx context.Context, cur storage.Execution, p *storage.UpdateExecutionParams, query string, args []any) (storage.Execution, error) {
 	e, ok := executionUpdated(cur, p)
 	if !ok {
-		return storage.Execution{}, fmt.Errorf("%w: execution %s has moved on", storage.ErrFenced, p.ID)
+		return storage.Execution{}, movedOn("execution", p.ID)
 	}
 	if err := t.q.deferredOne(ctx, query, "execution "+p.ID, args); err != nil {
 		return storage.Execution{}, err

@@ -121,12 +121,13 @@ func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 // statement, or at the end of its turn; its error is that statement's, or
 // the turn's. On the pool it runs at once.
 func (q querier) later(ctx context.Context, query string, args ...any) error {
-	return q.deferred(ctx, false, query, args)
+	return q.deferred(ctx, false, "", query, args)
 }
 
 // deferred is later; numbered marks a fresh event's insert, which its
-// caller's turn never leaves behind (see batch.Release).
-func (q querier) deferred(ctx context.Context, numbered bool, query string, args []any) error {
+// caller's turn never leaves behind (see batch.Release), and fence names
+// the row of a write computed from a kept row (deferredOne).
+func (q querier) deferred(ctx context.Context, numbered bool, fence, query string, args []any) error {
 	if q.turn == nil || q.turn.b == nil {
 		_, err := q.exec(ctx, query, args...)
 		return err
@@ -134,7 +135,7 @@ func (q querier) deferred(ctx context.Context, numbered bool, query string, args
 	if _, err := q.enter(ctx, query); err != nil {
 		return err
 	}
-	q.turn.b.deferWrite(query, args, numbered, "")
+	q.turn.b.deferWrite(query, args, numbered, fence)
 	return nil
 }
 
@@ -147,12 +148,7 @@ func (q querier) inBatch() bool { return q.turn != nil && q.turn.b != nil }
 // travels with the next one and fails, failing it, should it change no
 // row (fenceErr).
 func (q querier) deferredOne(ctx context.Context, update, fence string, args []any) error {
-	query := `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / COUNT(*) FROM u`
-	if _, err := q.enter(ctx, query); err != nil {
-		return err
-	}
-	q.turn.b.deferWrite(query, args, false, fence)
-	return nil
+	return q.deferred(ctx, false, fence, `WITH u AS (`+update+` RETURNING 1) SELECT 1 / COUNT(*) FROM u`, args)
 }
 
 // errRow is a row whose statement never ran.

@@ -52,6 +52,11 @@ func (t *tx) fenced(ctx context.Context, table, id string, n int64, what string)
 	if !ok {
 		return fmt.Errorf("%w: %s %s", storage.ErrNotFound, what, id)
 	}
+	return movedOn(what, id)
+}
+
+// movedOn is the refusal of a compare-and-set whose row exists.
+func movedOn(what, id string) error {
 	return fmt.Errorf("%w: %s %s has moved on", storage.ErrFenced, what, id)
 }
 
@@ -93,7 +98,7 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	var seq int64
 	if p.Fresh && b.based {
 		seq = b.base + b.n + 1
-		if err := t.q.deferred(ctx, true, `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+		if err := t.q.deferred(ctx, true, "", `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{seq}, args...)); err != nil {
 			return storage.Event{}, err
 		}
@@ -325,12 +330,12 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 	if p.Key == "" {
 		return errors.New("postgres: an empty key cannot be owned")
 	}
-	// The insert first: a free key (the usual case) costs one statement.
-	// A taken one is looked up: owning it already is fine; a key released
-	// between the two is tried once more.
 	if t.q.turn.rows.OwnsKey(p.Scope, p.Key, p.Work) {
 		return nil // acquired with its Work (InsertWorkParams.OwnKey)
 	}
+	// The insert first: a free key (the usual case) costs one statement.
+	// A taken one is looked up: owning it already is fine; a key released
+	// between the two is tried once more.
 	for range 2 {
 		ok, err := t.insert(ctx, "acquire key", `INSERT INTO work_keys (scope, key, work, acquired_at) VALUES (?, ?, ?, ?)`, p.Scope, p.Key, p.Work, ts(p.At))
 		if err != nil || ok {

@@ -190,13 +190,19 @@ func (s forgetsKeys) ListWorkKeys(context.Context, string) ([]string, error) { r
 
 // insertDropsInput inserts a Work without the first input it was given.
 var insertDropsInput = txControl("insert_drops_input", "InsertWork ignores the first input it is given",
-	func(_ storage.Store, tx storage.Tx) storage.Tx { return dropsInputTx{tx} })
+	func(_ storage.Store, tx storage.Tx) storage.Tx {
+		return insertWorkModTx{tx, func(p *storage.InsertWorkParams) { p.Input = "" }}
+	})
 
-type dropsInputTx struct{ storage.Tx }
+// insertWorkModTx changes the parameters of every InsertWork.
+type insertWorkModTx struct {
+	storage.Tx
+	mod func(p *storage.InsertWorkParams)
+}
 
-func (t dropsInputTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+func (t insertWorkModTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
 	q := *p
-	q.Input = ""
+	t.mod(&q)
 	return t.Tx.InsertWork(ctx, &q)
 }
 
@@ -216,15 +222,9 @@ func (t forgetsAttemptsTx) UpdateWork(ctx context.Context, p *storage.UpdateWork
 
 // insertForgetsOwnKey inserts a Work without the key it was to own.
 var insertForgetsOwnKey = txControl("insert_forgets_own_key", "InsertWork ignores OwnKey",
-	func(_ storage.Store, tx storage.Tx) storage.Tx { return forgetsOwnKeyTx{tx} })
-
-type forgetsOwnKeyTx struct{ storage.Tx }
-
-func (t forgetsOwnKeyTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
-	q := *p
-	q.OwnKey = false
-	return t.Tx.InsertWork(ctx, &q)
-}
+	func(_ storage.Store, tx storage.Tx) storage.Tx {
+		return insertWorkModTx{tx, func(p *storage.InsertWorkParams) { p.OwnKey = false }}
+	})
 
 // claimsPastRevision claims a Work whatever became of it since it was
 // listed: a changed, held or running Work is moved too.
