@@ -188,11 +188,24 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 	if req.Input != nil && IsCore(req.Input.Type) {
 		return CreateWorkResult{}, Refuse(extension.ErrInvalid, ErrCoreTypeReserved.Code, "input type %s is reserved for the host", req.Input.Type)
 	}
+	// A derived ID is assumed new (NewWork.AssumeNew): a retried request
+	// is mostly answered from its Idempotency-Key record before it gets
+	// here, so the first transaction skips reading the Work, and only
+	// when it finds the Work after all does a second one read it.
+	out, err := c.createWork(ctx, req, actor, req.ID != "")
+	if req.ID != "" && errors.Is(err, storage.ErrDuplicate) {
+		out, err = c.createWork(ctx, req, actor, false)
+	}
+	return out, err
+}
+
+// createWork is CreateWork's transaction.
+func (c *Control) createWork(ctx context.Context, req CreateWorkRequest, actor string, assumeNew bool) (CreateWorkResult, error) {
 	var out CreateWorkResult
-	err = c.store.WithTx(ctx, func(tx storage.Tx) error {
+	err := c.store.WithTx(ctx, func(tx storage.Tx) error {
 		created, err := c.rt.CreateWorkInTx(ctx, tx, NewWork{
 			ID: req.ID, Scope: req.Scope, Binding: req.Binding, Parent: req.Parent, Keys: req.Keys, Grants: req.Grants,
-			Source: SourceManual, Actor: actor, InputCreated: req.Input == nil,
+			Source: SourceManual, Actor: actor, InputCreated: req.Input == nil, AssumeNew: assumeNew,
 		})
 		if err != nil {
 			return err

@@ -91,11 +91,20 @@ func TestCreateWork(t *testing.T) {
 	if res.Input.Parent != res.Created.ID || res.Input.Type != "ticket.assigned" || res.Work.InputCount != 1 {
 		t.Fatalf("input %+v, work %+v", res.Input, res.Work)
 	}
+	// The retry finds the Work its first transaction assumed new: what
+	// that transaction wrote (a second core.work.created) is undone.
+	seq, _ := b.store.LastSeq(ctx)
 	again, err := b.ctl.CreateWork(operator, kernel.CreateWorkRequest{ID: "wrk_derived1", Scope: "s1", Binding: "b1", Keys: []string{"ticket/7"}, Grants: []string{"deploy"},
 		Input: &kernel.InputSpec{Type: "ticket.assigned", Data: []byte(`{"n":7}`)}})
-	if err != nil || !again.Replayed || again.Work.ID != res.Work.ID || again.Input.ID != res.Input.ID {
+	if err != nil || !again.Replayed || again.Work.ID != res.Work.ID || again.Input.ID != res.Input.ID || again.Created.ID != res.Created.ID {
 		t.Fatalf("retried create = %+v, %v", again, err)
 	}
+	if after, _ := b.store.LastSeq(ctx); after != seq {
+		t.Fatalf("a retried create accepted events: last seq %d, was %d", after, seq)
+	}
+	// The same ID asked for another Work is still a conflict.
+	_, err = b.ctl.CreateWork(operator, kernel.CreateWorkRequest{ID: "wrk_derived1", Scope: "s1", Binding: "b1"})
+	mustCode(t, err, "work_conflict")
 	b.reopen(t)
 	keys, _ := b.store.ListWorkKeys(ctx, "wrk_derived1")
 	w, _ := b.store.GetWork(ctx, "wrk_derived1")
@@ -390,5 +399,50 @@ func TestLeaseGuardAndDeclare(t *testing.T) {
 	parsed, err := kernel.ParseDeclaration(d)
 	if err != nil || parsed.Wait == nil || parsed.Wait.Timeout != time.Hour || parsed.Wait.Types[0] != "review.done" {
 		t.Fatalf("stored declaration = %+v, %v", parsed, err)
+	}
+}
+
+// readsTx counts a transaction's reads of Work by id.
+type readsTx struct {
+	storage.Tx
+	reads *[]string
+}
+
+func (t readsTx) GetWork(ctx context.Context, id string) (storage.Work, error) {
+	*t.reads = append(*t.reads, id)
+	return t.Tx.GetWork(ctx, id)
+}
+
+// readsStore is a Store whose transactions count their Work reads.
+type readsStore struct {
+	storage.Store
+	reads []string
+}
+
+func (s *readsStore) WithTx(ctx context.Context, fn func(storage.Tx) error) error {
+	return s.Store.WithTx(ctx, func(tx storage.Tx) error { return fn(readsTx{Tx: tx, reads: &s.reads}) })
+}
+
+// A first creation under a derived ID reads no Work: it assumes the
+// Work new, and the insert says otherwise only on a retry, which then
+// reads it.
+func TestCreateWorkAssumesADerivedIDNew(t *testing.T) {
+	b := setup(t)
+	rs := &readsStore{Store: b.store}
+	ctl := kernel.NewControl(kernel.ControlOptions{Runtime: b.rt, Store: rs, Scopes: scopes})
+	req := kernel.CreateWorkRequest{ID: "wrk_assumed1", Scope: "s1", Binding: "b1"}
+	res, err := ctl.CreateWork(operator, req)
+	if err != nil || res.Replayed || res.Work.ID != "wrk_assumed1" {
+		t.Fatalf("create = %+v, %v", res, err)
+	}
+	if len(rs.reads) != 0 {
+		t.Fatalf("a first creation read Work %v", rs.reads)
+	}
+	again, err := ctl.CreateWork(operator, req)
+	if err != nil || !again.Replayed || again.Created.ID != res.Created.ID {
+		t.Fatalf("retried create = %+v, %v", again, err)
+	}
+	if fmt.Sprint(rs.reads) != "[wrk_assumed1]" {
+		t.Fatalf("a retried creation read Work %v, want its own once", rs.reads)
 	}
 }

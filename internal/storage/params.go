@@ -142,6 +142,15 @@ type InsertWorkParams struct {
 	// that acquired it this way answers its AcquireKey without a
 	// statement.
 	OwnKey bool
+	// Assumed: the caller assumes that no Work has ID and, with OwnKey,
+	// that no Work owns that key, and can run its transaction again
+	// should it be wrong. An engine may then answer the insert from its
+	// parameters and send it with a later statement, as late as the end
+	// of the caller's function; a wrong assumption fails the transaction
+	// there, with an error matching ErrDuplicate (rather than the
+	// ErrDuplicate of InsertWork itself, or the Work inserted without
+	// its key). A kept Work is the same row either way.
+	Assumed bool
 }
 
 // UpdateWorkParams changes a Work. Nil fields are left as they are.

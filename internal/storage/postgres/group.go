@@ -73,6 +73,10 @@ type batch struct {
 	base    int64
 	based   bool
 	n, mark int64
+	// failed is the error of the current caller's deferred write when
+	// one failed: the cause of the caller's failure, whatever the
+	// statement that carried it made of that.
+	failed error
 }
 
 // pending is one statement waiting in ahead: the batch's own, or a
@@ -88,6 +92,10 @@ type pending struct {
 	// fence names the row of a write computed from a kept row
 	// (querier.deferredOne): the statement fails should it change no row.
 	fence string
+	// assumed names the Work of an insert on its caller's assumption
+	// (InsertWorkParams.Assumed): a unique index it breaks says the
+	// assumption was wrong.
+	assumed string
 	// late is set on the writes of a caller whose turn has ended (see
 	// Release).
 	late *lateWrites
@@ -119,7 +127,7 @@ func (s *Store) newCommitter() *group.Committer[*batch] {
 }
 
 func (b *batch) Savepoint() error {
-	b.mark = b.n
+	b.mark, b.failed = b.n, nil
 	b.from = len(b.ahead)
 	b.ahead = append(b.ahead, pending{sql: `SAVEPOINT member`})
 	return nil
@@ -223,19 +231,23 @@ func (b *batch) Rollback() {
 	_, _ = b.c.Exec(context.Background(), `ROLLBACK`)
 }
 
-// deferWrite queues a caller's write to travel with its next statement;
-// numbered marks a fresh event's insert, fence a write computed from a
-// kept row.
-func (b *batch) deferWrite(query string, args []any, numbered bool, fence string) {
-	b.ahead = append(b.ahead, pending{sql: rebind(query), args: args, write: true, numbered: numbered, fence: fence})
+// deferWrite queues a caller's write to travel with its next statement
+// (querier.deferred).
+func (b *batch) deferWrite(w pending) {
+	w.sql, w.write = rebind(w.sql), true
+	b.ahead = append(b.ahead, w)
 }
 
 // fenceErr is the error of p, a statement sent ahead: a write computed
-// from a kept row that found its row moved on says so.
+// from a kept row that found its row moved on says so, and so does an
+// insert of a Work assumed new that found it, or its key, taken.
 func fenceErr(p pending, err error) error {
 	var pe *pgconn.PgError
-	if p.fence != "" && errors.As(err, &pe) && pe.Code == "22012" {
+	switch {
+	case p.fence != "" && errors.As(err, &pe) && pe.Code == "22012":
 		return fmt.Errorf("%w: %s had moved on when the write computed from its kept row ran; the transaction is not committed", storage.ErrFenced, p.fence)
+	case p.assumed != "" && isUnique(err):
+		return fmt.Errorf("%w: work %s, assumed new, exists or another work owns its key; the transaction is not committed", storage.ErrDuplicate, p.assumed)
 	}
 	return err
 }
@@ -334,6 +346,9 @@ func (b *batch) send(ctx context.Context, query string, args []any) (pgx.BatchRe
 		_ = br.Close()
 		err = fenceErr(p, err)
 		if p.late == nil {
+			if p.write && b.failed == nil {
+				b.failed = err
+			}
 			return nil, nil, err
 		}
 		rest := i + 1
@@ -373,13 +388,18 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx storage.Tx) error) error 
 		rows = &tn.rows
 		tn.b = b
 		defer tn.ended.Store(true)
-		if err := fn(t); err != nil {
-			return err
+		err := fn(t)
+		if err == nil && b.numberedAhead() {
+			err = b.flush(context.WithoutCancel(ctx))
 		}
-		if b.numberedAhead() {
-			if err := b.flush(context.WithoutCancel(ctx)); err != nil {
-				return err
+		if err != nil {
+			if b.failed != nil {
+				// The statement that carried a deferred write reports
+				// that write's failure as its own; the write's is the
+				// one that says what happened (ErrFenced, ErrDuplicate).
+				return b.failed
 			}
+			return err
 		}
 		// A statement PostgreSQL refused aborts the transaction; a
 		// function that went on and returned nil must not have its

@@ -121,21 +121,23 @@ func (q querier) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 // statement, or at the end of its turn; its error is that statement's, or
 // the turn's. On the pool it runs at once.
 func (q querier) later(ctx context.Context, query string, args ...any) error {
-	return q.deferred(ctx, false, "", query, args)
+	return q.deferred(ctx, pending{sql: query, args: args})
 }
 
-// deferred is later; numbered marks a fresh event's insert, which its
-// caller's turn never leaves behind (see batch.Release), and fence names
-// the row of a write computed from a kept row (deferredOne).
-func (q querier) deferred(ctx context.Context, numbered bool, fence, query string, args []any) error {
+// deferred is later for w, a write with its text (not yet rebound) and
+// arguments and what marks it: numbered for a fresh event's insert,
+// which its caller's turn never leaves behind (see batch.Release), fence
+// for a write computed from a kept row (deferredOne), assumed for a Work
+// inserted on its caller's assumption (InsertWorkParams.Assumed).
+func (q querier) deferred(ctx context.Context, w pending) error {
 	if q.turn == nil || q.turn.b == nil {
-		_, err := q.exec(ctx, query, args...)
+		_, err := q.exec(ctx, w.sql, w.args...)
 		return err
 	}
-	if _, err := q.enter(ctx, query); err != nil {
+	if _, err := q.enter(ctx, w.sql); err != nil {
 		return err
 	}
-	q.turn.b.deferWrite(query, args, numbered, fence)
+	q.turn.b.deferWrite(w)
 	return nil
 }
 
@@ -148,7 +150,7 @@ func (q querier) inBatch() bool { return q.turn != nil && q.turn.b != nil }
 // travels with the next one and fails, failing it, should it change no
 // row (fenceErr).
 func (q querier) deferredOne(ctx context.Context, update, fence string, args []any) error {
-	return q.deferred(ctx, false, fence, `WITH u AS (`+update+` RETURNING 1) SELECT 1 / COUNT(*) FROM u`, args)
+	return q.deferred(ctx, pending{sql: `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / COUNT(*) FROM u`, args: args, fence: fence})
 }
 
 // errRow is a row whose statement never ran.
@@ -402,6 +404,10 @@ func isUnique(err error) bool {
 func writeErr(err error, what string) error {
 	if err == nil {
 		return nil
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) && (errors.Is(err, storage.ErrDuplicate) || errors.Is(err, storage.ErrFenced)) {
+		return err // a deferred write's, mapped already (fenceErr)
 	}
 	if isUnique(err) {
 		return fmt.Errorf("%w: %s: %s", storage.ErrDuplicate, what, engineMessage(err))

@@ -98,8 +98,8 @@ func (t *tx) InsertEvent(ctx context.Context, p *storage.InsertEventParams) (sto
 	var seq int64
 	if p.Fresh && b.based {
 		seq = b.base + b.n + 1
-		if err := t.q.deferred(ctx, true, "", `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append([]any{seq}, args...)); err != nil {
+		if err := t.q.deferred(ctx, pending{sql: `INSERT INTO events (seq, id, type, source, scope, work, execution, correlation_key, data, parent, root, depth, actor, delivery_id, accepted_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args: append([]any{seq}, args...), numbered: true}); err != nil {
 			return storage.Event{}, err
 		}
 	} else {
@@ -211,13 +211,19 @@ func (t *tx) UpdateCausalWindow(ctx context.Context, p *storage.UpdateCausalWind
 
 // ---- work ----
 
+// insertWork is the insert of a Work row, with InsertWork's arguments.
+const insertWork = `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
 	if !p.State.Valid() {
 		return storage.Work{}, fmt.Errorf("postgres: work state %q is not valid", p.State)
 	}
-	insert := `INSERT INTO work (id, scope, binding, state, parent, created_event, grants, input_count, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + workCols
+	insert := insertWork + ` ON CONFLICT DO NOTHING RETURNING ` + workCols
 	args := []any{p.ID, p.Scope, p.Binding, string(p.State), nullStr(p.Parent), p.CreatedEvent, jsonList(p.Grants), 0, ts(p.CreatedAt), ts(p.CreatedAt)}
+	if p.Assumed && t.q.inBatch() && storable(&p.ID, &p.Scope, &p.Binding, &p.Parent, &p.CreatedEvent, &p.Input) {
+		return t.insertAssumedWork(ctx, p, args)
+	}
 	query := insert
 	if p.Input != "" || p.OwnKey {
 		// The first input and the key in the same statement: each is
@@ -255,6 +261,42 @@ func (t *tx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (stora
 	}
 	t.q.turn.rows.KeepWrittenWork(w)
 	if owned {
+		t.q.turn.rows.KeepOwnedKey(w.Scope, w.ID, w.ID)
+	}
+	return w, nil
+}
+
+// insertAssumedWork is InsertWork of a Work its caller assumes new
+// (InsertWorkParams.Assumed), in a batch: the Work as its insert leaves
+// it is computed from p, kept and returned, and the insert travels with
+// the caller's next statement, or the end of its turn. It inserts the
+// first input and the own key with it, without ON CONFLICT: a Work that
+// exists, or a key another Work owns, breaks a unique index, which fails
+// the transaction as ErrDuplicate (fenceErr). args are the Work's own
+// insert's.
+func (t *tx) insertAssumedWork(ctx context.Context, p *storage.InsertWorkParams, args []any) (storage.Work, error) {
+	grants, err := parseList(jsonList(p.Grants))
+	if err != nil {
+		return storage.Work{}, err
+	}
+	at := fromTS(ts(p.CreatedAt))
+	w := storage.Work{ID: p.ID, Scope: p.Scope, Binding: p.Binding, State: p.State, Parent: p.Parent, CreatedEvent: p.CreatedEvent,
+		Grants: grants, Revision: 1, CreatedAt: at, UpdatedAt: at}
+	with := []string{`w AS (` + insertWork + ` RETURNING id, scope, created_at)`}
+	if p.Input != "" {
+		w.InputCount = 1
+		args[7] = 1
+		with = append(with, `i AS (INSERT INTO work_inputs (work, position, event, queued_at) SELECT id, 1, ?, created_at FROM w)`)
+		args = append(args, p.Input)
+	}
+	if p.OwnKey {
+		with = append(with, `k AS (INSERT INTO work_keys (scope, key, work, acquired_at) SELECT scope, id, id, created_at FROM w)`)
+	}
+	if err := t.q.deferred(ctx, pending{sql: `WITH ` + strings.Join(with, `, `) + ` SELECT 1`, args: args, assumed: p.ID}); err != nil {
+		return storage.Work{}, err
+	}
+	t.q.turn.rows.KeepWrittenWork(w)
+	if p.OwnKey {
 		t.q.turn.rows.KeepOwnedKey(w.Scope, w.ID, w.ID)
 	}
 	return w, nil

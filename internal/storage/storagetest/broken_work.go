@@ -226,6 +226,23 @@ var insertForgetsOwnKey = txControl("insert_forgets_own_key", "InsertWork ignore
 		return insertWorkModTx{tx, func(p *storage.InsertWorkParams) { p.OwnKey = false }}
 	})
 
+// assumedInsertSkipsTakenID answers an insert of a Work assumed new
+// from its parameters and, finding the id taken, never sends it: the
+// transaction commits without the Work it reported inserted.
+var assumedInsertSkipsTakenID = txControl("assumed_insert_skips_taken_id", "InsertWork with Assumed reports a taken id inserted and commits without it",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return skipsTakenTx{tx} })
+
+type skipsTakenTx struct{ storage.Tx }
+
+func (t skipsTakenTx) InsertWork(ctx context.Context, p *storage.InsertWorkParams) (storage.Work, error) {
+	if p.Assumed {
+		if _, err := t.Tx.GetWork(ctx, p.ID); err == nil {
+			return storage.Work{ID: p.ID, Scope: p.Scope, Binding: p.Binding, State: p.State, CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt, Revision: 1}, nil
+		}
+	}
+	return t.Tx.InsertWork(ctx, p)
+}
+
 // claimsPastRevision claims a Work whatever became of it since it was
 // listed: a changed, held or running Work is moved too.
 var claimsPastRevision = txControl("claims_past_revision", "ClaimWork moves a Work whatever its revision, hold or state",

@@ -336,6 +336,157 @@ func workInsertedOwningItsKey(ctx context.Context, s storage.Store) error {
 	)
 }
 
+// workInsertedAssumedNew: a Work inserted on its caller's assumption
+// that it is new (InsertWorkParams.Assumed) is the row a plain insert
+// leaves, with its input and own key, inside the transaction and after
+// it. A wrong assumption (the id taken, or the own key owned by another
+// Work) fails the transaction with ErrDuplicate wherever the engine finds
+// out, after a later statement of the caller too, and leaves nothing of
+// it: not its events, not the Work.
+func workInsertedAssumedNew(ctx context.Context, s storage.Store) error {
+	if _, err := SeedWork(ctx, s, "wrk_exists"); err != nil {
+		return err
+	}
+	keyOwner, err := SeedWork(ctx, s, "wrk_keyowner")
+	if err != nil {
+		return err
+	}
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "wrk_shadow", Work: keyOwner.ID, At: T0})
+	})
+	if err != nil {
+		return err
+	}
+	var w, bare, inTx storage.Work
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_assumed", nil); err != nil {
+			return err
+		}
+		var err error
+		w, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_new", Scope: "s1", Binding: "b1", State: storage.WorkReady, Parent: "wrk_exists",
+			CreatedEvent: "evt_assumed", Grants: []string{"g1", "g2"}, CreatedAt: at(1), Input: "evt_assumed", OwnKey: true, Assumed: true})
+		if err != nil {
+			return err
+		}
+		if bare, err = tx.InsertWork(ctx, &storage.InsertWorkParams{ID: "wrk_bare", Scope: "s1", Binding: "b2", State: storage.WorkReady, CreatedAt: at(2), Assumed: true}); err != nil {
+			return err
+		}
+		if inTx, err = tx.GetWork(ctx, "wrk_new"); err != nil {
+			return err
+		}
+		return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "wrk_new", Work: "wrk_new", At: at(1)})
+	})
+	if err != nil {
+		return fmt.Errorf("inserting Work assumed new: %w", err)
+	}
+	got, err := s.GetWork(ctx, "wrk_new")
+	if err != nil {
+		return err
+	}
+	gotBare, err := s.GetWork(ctx, "wrk_bare")
+	if err != nil {
+		return err
+	}
+	owner, err := s.GetKeyOwner(ctx, "s1", "wrk_new")
+	if err != nil {
+		return err
+	}
+	bareKeys, err := s.ListWorkKeys(ctx, "wrk_bare")
+	if err != nil {
+		return err
+	}
+	if err := first(
+		want(w.ID == "wrk_new" && w.Parent == "wrk_exists" && w.State == storage.WorkReady && fmt.Sprint(w.Grants) == "[g1 g2]" && w.InputCount == 1 &&
+			w.CreatedAt.Equal(at(1)) && w.UpdatedAt.Equal(at(1)), "the Work assumed new, as inserted = %+v", w),
+		want(same(got, w), "wrk_new read back = %+v; inserted %+v", got, w),
+		want(same(inTx, w), "wrk_new read in its transaction = %+v; inserted %+v", inTx, w),
+		want(same(gotBare, bare) && len(bare.Grants) == 0 && bare.InputCount == 0, "wrk_bare read back = %+v; inserted %+v", gotBare, bare),
+		want(owner.ID == "wrk_new", "the own key of wrk_new is owned by %s", owner.ID),
+		want(len(bareKeys) == 0, "wrk_bare, inserted without OwnKey, owns %v", bareKeys),
+		want(fmt.Sprint(inputsOfWork(ctx, s, "wrk_new")) == "[evt_assumed]", "inputs of wrk_new = %v", inputsOfWork(ctx, s, "wrk_new")),
+	); err != nil {
+		return err
+	}
+	// Wrong: the id is taken. The insert or a later statement may say
+	// so, or the end of the transaction.
+	seq, err := s.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	wrong := []struct {
+		id, event string
+		then      func(tx storage.Tx) error
+	}{
+		{"wrk_exists", "evt_wrong1", func(tx storage.Tx) error { return nil }},
+		{"wrk_exists", "evt_wrong2", func(tx storage.Tx) error {
+			_, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: "wrk_exists", Limit: 1})
+			return err
+		}},
+		// Wrong: the id is free but another Work owns it as a key.
+		{"wrk_shadow", "", func(tx storage.Tx) error {
+			return tx.AcquireKey(ctx, &storage.AcquireKeyParams{Scope: "s1", Key: "wrk_shadow", Work: "wrk_shadow", At: at(3)})
+		}},
+	}
+	for _, c := range wrong {
+		err := s.WithTx(ctx, func(tx storage.Tx) error {
+			if c.event != "" {
+				if _, err := insertEvent(ctx, tx, c.event, nil); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.InsertWork(ctx, &storage.InsertWorkParams{ID: c.id, Scope: "s1", Binding: "b1", State: storage.WorkReady, CreatedEvent: c.event,
+				CreatedAt: at(3), OwnKey: true, Assumed: true}); err != nil {
+				return err
+			}
+			return c.then(tx)
+		})
+		if err := wantErr(err, storage.ErrDuplicate, "a transaction that assumed "+c.id+" new"); err != nil {
+			return err
+		}
+		if c.event != "" {
+			if _, err := s.GetEvent(ctx, c.event); !errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("the event of a transaction that assumed %s new is readable after it failed (%v)", c.id, err)
+			}
+		}
+	}
+	after, err := s.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	exists, err := s.GetWork(ctx, "wrk_exists")
+	if err != nil {
+		return err
+	}
+	_, shadowErr := s.GetWork(ctx, "wrk_shadow")
+	shadowOwner, err := s.GetKeyOwner(ctx, "s1", "wrk_shadow")
+	if err != nil {
+		return err
+	}
+	return first(
+		want(after == seq, "the failed transactions moved the event sequence from %d to %d", seq, after),
+		want(exists.CreatedEvent == "evt_created_wrk_exists" && exists.Revision == 1, "wrk_exists after the failed inserts = %+v", exists),
+		want(errors.Is(shadowErr, storage.ErrNotFound), "wrk_shadow, whose key was owned, was inserted (%v)", shadowErr),
+		want(shadowOwner.ID == keyOwner.ID, "the key wrk_shadow is owned by %s after the failed insert; want %s", shadowOwner.ID, keyOwner.ID),
+	)
+}
+
+// inputsOfWork lists the events queued on a Work, in order ("error: …"
+// when they cannot be read).
+func inputsOfWork(ctx context.Context, s storage.Store, work string) []string {
+	var out []string
+	err := s.WithTx(ctx, func(tx storage.Tx) error {
+		ins, err := tx.ListInputs(ctx, &storage.ListInputsParams{Work: work, Limit: 100})
+		for _, in := range ins {
+			out = append(out, in.Event)
+		}
+		return err
+	})
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	return out
+}
+
 // workInsertedWithInput: a Work inserted with its first input has it at
 // position 1 and counts it, inside the transaction and after it; later
 // inputs follow at 2, the same event again is not queued twice, and a
@@ -507,6 +658,7 @@ func workCases() []Case {
 		{Name: "inputs_queue_once", Run: plain(inputsQueueOnce), Control: refusesRepeatedInput},
 		{Name: "work_inserted_with_input", Run: plain(workInsertedWithInput), Control: insertDropsInput},
 		{Name: "work_inserted_owning_its_key", Run: plain(workInsertedOwningItsKey), Control: insertForgetsOwnKey},
+		{Name: "work_inserted_assumed_new", Run: plain(workInsertedAssumedNew), Control: assumedInsertSkipsTakenID},
 		{Name: "work_claimed_together", Run: plain(workClaimedTogether), Control: claimsPastRevision},
 		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
 		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
