@@ -1220,7 +1220,16 @@ func (s *Scheduler) completeAll(ctx context.Context, cs []*completion) []error {
 	errs := make([]error, len(cs))
 	s.syncStaged(cs)
 	if len(cs) > 1 {
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.executionID
+		}
 		err := s.store.WithTx(ctx, func(tx storage.Tx) error {
+			// Each completion reads its guard first: read them all now
+			// (one statement on PostgreSQL instead of one each).
+			if err := tx.ReadCallGuardsAhead(ctx, ids); err != nil {
+				return err
+			}
 			for _, c := range cs {
 				if err := s.completeInTx(ctx, tx, c); err != nil {
 					return err

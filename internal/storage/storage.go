@@ -174,6 +174,15 @@ type Tx interface {
 	// learn which (GetCausalRoot).
 	CountCausal(ctx context.Context, p *CountCausalParams) (CausalRoot, error)
 
+	// ReadCallGuardsAhead tells the transaction the executions whose call
+	// guards it is about to read (GetCallGuard), one after the other, with
+	// writes between. An engine may read them all now, in one statement,
+	// and answer each GetCallGuard from that read while no statement
+	// since may have changed what the guard says; GetCallGuard answers
+	// the same either way. An id without an execution is left to
+	// GetCallGuard to report.
+	ReadCallGuardsAhead(ctx context.Context, executionIDs []string) error
+
 	InsertWork(ctx context.Context, p *InsertWorkParams) (Work, error)
 	// UpdateWork changes a Work if it is still in one of FromStates (and at
 	// Revision, when given), and bumps its revision; ErrFenced otherwise.

@@ -58,15 +58,44 @@ type TxRows struct {
 	// statement that may change work_keys.
 	unowned map[[2]string]bool
 	owned   map[[2]string]string
+	// ahead are call guards read ahead of their use (KeepCallGuards), by
+	// execution id, each given out once by ReadCallGuard. A guard says
+	// what eight tables hold: all are dropped at a statement that may
+	// change any of them, but for a write whose rows are named
+	// (StatementOn), which drops the guards it may change alone.
+	ahead map[string]CallGuard
+}
+
+// RowScope names the rows a write changes, when they are these alone: a
+// Work's row or an execution's, by primary key, or the keys a Work owns
+// (work_keys of that Work). The zero scope names none: the statement may
+// change anything its text names.
+type RowScope struct {
+	Work, Execution, KeysOf string
 }
 
 // Statement is told every statement the transaction runs, before it runs.
-func (c *TxRows) Statement(query string) {
+func (c *TxRows) Statement(query string) { c.StatementOn(query, RowScope{}) }
+
+// StatementOn is Statement for a write that changes the rows of only, when
+// only names any: the guards read ahead that it cannot change stay.
+func (c *TxRows) StatementOn(query string, only RowScope) {
 	if len(c.work) == 0 && len(c.execs) == 0 && len(c.noWait) == 0 && len(c.noTokens) == 0 && len(c.noKeyWaits) == 0 &&
-		len(c.unowned) == 0 && len(c.owned) == 0 {
+		len(c.unowned) == 0 && len(c.owned) == 0 && len(c.ahead) == 0 {
 		return
 	}
 	t := touches(query)
+	if len(c.ahead) > 0 && t != 0 {
+		if only == (RowScope{}) || t&^(touchWork|touchExecs|touchKeys) != 0 {
+			clear(c.ahead)
+		}
+		for id, g := range c.ahead {
+			if only.Execution != "" && g.Execution.ID == only.Execution || only.Work != "" && g.Work.ID == only.Work ||
+				only.KeysOf != "" && (g.Work.ID == only.KeysOf || g.KeyOwner == only.KeysOf) {
+				delete(c.ahead, id)
+			}
+		}
+	}
 	if t&touchWork != 0 {
 		clear(c.work)
 		clear(c.written)
@@ -140,8 +169,11 @@ const (
 	touchWaits
 	touchTokens
 	touchKeys
+	// touchGuard: the other tables a call guard reads (declarations,
+	// config_generations).
+	touchGuard
 
-	touchAll = touchWork | touchExecs | touchWaits | touchTokens | touchKeys
+	touchAll = touchWork | touchExecs | touchWaits | touchTokens | touchKeys | touchGuard
 )
 
 // touches reports which of the tables a TxRows knows of query may change:
@@ -181,6 +213,8 @@ func readTouches(query string) (t tables) {
 			t |= touchTokens
 		case "work_keys":
 			t |= touchKeys
+		case "declarations", "config_generations":
+			t |= touchGuard
 		}
 	}
 	var before, prev string
@@ -284,7 +318,14 @@ func (c *TxRows) ReadExecution(ctx context.Context, id string, read func(context
 // the latest, and the one statement answers them with the rows), with its
 // execution and Work rows kept for the transaction's later reads.
 func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read func(context.Context, string) (CallGuard, error)) (CallGuard, error) {
-	g, err := read(ctx, executionID)
+	g, ok := c.ahead[executionID]
+	var err error
+	if ok {
+		delete(c.ahead, executionID)
+		g.Execution, g.Work = g.Execution.cloned(), g.Work.cloned()
+	} else {
+		g, err = read(ctx, executionID)
+	}
 	if err == nil {
 		c.KeepExecution(g.Execution)
 		c.KeepWork(g.Work)
@@ -300,6 +341,20 @@ func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read fun
 		}
 	}
 	return g, err
+}
+
+// KeepCallGuards keeps guards the transaction has just read ahead of
+// their use (Tx.ReadCallGuardsAhead): ReadCallGuard gives each out once,
+// as if it had read it then, while no statement since may have changed
+// what it says (see StatementOn).
+func (c *TxRows) KeepCallGuards(guards []CallGuard) {
+	if c.ahead == nil {
+		c.ahead = map[string]CallGuard{}
+	}
+	for _, g := range guards {
+		g.Execution, g.Work = g.Execution.cloned(), g.Work.cloned()
+		c.ahead[g.Execution.ID] = g
+	}
 }
 
 // mark sets or clears id in the set *m.

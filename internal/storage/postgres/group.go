@@ -96,6 +96,9 @@ type pending struct {
 	// (InsertWorkParams.Assumed): a unique index it breaks says the
 	// assumption was wrong.
 	assumed string
+	// only names the rows the write changes, when they are these alone
+	// (storage.TxRows.StatementOn).
+	only storage.RowScope
 	// late is set on the writes of a caller whose turn has ended (see
 	// Release).
 	late *lateWrites

@@ -142,7 +142,7 @@ func (t *tx) updateKeptWork(ctx context.Context, cur storage.Work, p *storage.Up
 	if !ok {
 		return storage.Work{}, movedOn("work", p.ID)
 	}
-	if err := t.q.deferredOne(ctx, query, "work "+p.ID, args); err != nil {
+	if err := t.q.deferredOne(ctx, query, "work "+p.ID, storage.RowScope{Work: p.ID}, args); err != nil {
 		return storage.Work{}, err
 	}
 	t.q.turn.rows.KeepWrittenWork(w)
@@ -155,7 +155,7 @@ func (t *tx) updateKeptExecution(ctx context.Context, cur storage.Execution, p *
 	if !ok {
 		return storage.Execution{}, movedOn("execution", p.ID)
 	}
-	if err := t.q.deferredOne(ctx, query, "execution "+p.ID, args); err != nil {
+	if err := t.q.deferredOne(ctx, query, "execution "+p.ID, storage.RowScope{Execution: p.ID}, args); err != nil {
 		return storage.Execution{}, err
 	}
 	t.q.turn.rows.KeepExecution(e)

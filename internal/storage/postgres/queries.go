@@ -49,6 +49,12 @@ var errTxEnded = errors.New("postgres: the transaction has ended")
 
 // enter is the context a statement runs under, or why it must not run.
 func (q querier) enter(ctx context.Context, query string) (context.Context, error) {
+	return q.enterOn(ctx, query, storage.RowScope{})
+}
+
+// enterOn is enter for a write that changes the rows of only alone
+// (storage.TxRows.StatementOn).
+func (q querier) enterOn(ctx context.Context, query string, only storage.RowScope) (context.Context, error) {
 	if q.turn == nil {
 		return ctx, nil
 	}
@@ -58,7 +64,7 @@ func (q querier) enter(ctx context.Context, query string) (context.Context, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	q.turn.rows.Statement(query)
+	q.turn.rows.StatementOn(query, only)
 	return context.WithoutCancel(ctx), nil
 }
 
@@ -134,7 +140,7 @@ func (q querier) deferred(ctx context.Context, w pending) error {
 		_, err := q.exec(ctx, w.sql, w.args...)
 		return err
 	}
-	if _, err := q.enter(ctx, w.sql); err != nil {
+	if _, err := q.enterOn(ctx, w.sql, w.only); err != nil {
 		return err
 	}
 	q.turn.b.deferWrite(w)
@@ -145,12 +151,12 @@ func (q querier) deferred(ctx context.Context, w pending) error {
 // where a write may be deferred.
 func (q querier) inBatch() bool { return q.turn != nil && q.turn.b != nil }
 
-// deferredOne is later for update, an UPDATE of one row (named by fence)
-// whose result the caller computed from the row it keeps: the statement
-// travels with the next one and fails, failing it, should it change no
-// row (fenceErr).
-func (q querier) deferredOne(ctx context.Context, update, fence string, args []any) error {
-	return q.deferred(ctx, pending{sql: `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / COUNT(*) FROM u`, args: args, fence: fence})
+// deferredOne is later for update, an UPDATE of one row (named by fence,
+// and by only for the transaction's kept rows) whose result the caller
+// computed from the row it keeps: the statement travels with the next one
+// and fails, failing it, should it change no row (fenceErr).
+func (q querier) deferredOne(ctx context.Context, update, fence string, only storage.RowScope, args []any) error {
+	return q.deferred(ctx, pending{sql: `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / COUNT(*) FROM u`, args: args, fence: fence, only: only})
 }
 
 // errRow is a row whose statement never ran.
@@ -257,6 +263,25 @@ func (t *tx) KeptExecution(id string) (storage.Execution, bool) {
 
 func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
 	return t.q.turn.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
+}
+
+// ReadCallGuardsAhead reads the guards in one statement, in a batch, and
+// keeps them (storage.TxRows.KeepCallGuards): a round of completions then
+// costs the writer one round trip for all its guards, where each was one.
+// The writes a completion makes between two guard reads name their rows
+// (querier.deferredOne, ReleaseKeys), so they leave the other guards
+// kept.
+func (t *tx) ReadCallGuardsAhead(ctx context.Context, executionIDs []string) error {
+	if !t.q.inBatch() || len(executionIDs) < 2 {
+		return nil
+	}
+	rows, err := t.q.query(ctx, callGuardSelect+` WHERE e.id = ANY(?)`, executionIDs)
+	guards, err := collect(rows, err, scanCallGuard)
+	if err != nil {
+		return err
+	}
+	t.q.turn.rows.KeepCallGuards(guards)
+	return nil
 }
 
 // GetActiveWait is the transaction's read of a Work's active wait: none,
@@ -843,27 +868,33 @@ func (q queries) GetPendingDeclaration(ctx context.Context, executionID string) 
 	return d, one(err, "pending declaration of", executionID)
 }
 
-// callGuardQuery is GetCallGuard's one statement: the execution joined
+// callGuardSelect is GetCallGuard's one statement, without its WHERE: the execution joined
 // to its Work (by its primary key), whether it has a pending declaration
 // (the partial index declarations_pending), the latest generation's
 // number (the last key of config_generations), whether its Work has an
 // active wait (waits_active) and whether it has a token not yet revoked
 // (toolbelt_tokens_execution).
-var callGuardQuery = `SELECT ` + prefixed("e.", execCols) + `, ` + prefixed("w.", workCols) + `,
+var callGuardSelect = `SELECT ` + prefixed("e.", execCols) + `, ` + prefixed("w.", workCols) + `,
 	EXISTS (SELECT 1 FROM declarations d WHERE d.execution = e.id AND d.applied_at IS NULL),
 	COALESCE((SELECT MAX(number) FROM config_generations), 0),
 	EXISTS (SELECT 1 FROM waits a WHERE a.work = w.id AND a.state = 'active'),
 	EXISTS (SELECT 1 FROM toolbelt_tokens t WHERE t.execution = e.id AND t.revoked_at = 0),
 	COALESCE((SELECT k.work FROM work_keys k WHERE k.scope = w.scope AND k.key = w.id AND k.released_at IS NULL), ''),
 	EXISTS (SELECT 1 FROM wait_keys k JOIN waits a ON a.id = k.wait WHERE k.key = w.id AND a.scope = w.scope AND a.state = 'active')
-	FROM executions e JOIN work w ON w.id = e.work WHERE e.id = ?`
+	FROM executions e JOIN work w ON w.id = e.work`
 
 func (q queries) GetCallGuard(ctx context.Context, executionID string) (storage.CallGuard, error) {
+	g, err := scanCallGuard(q.q.queryRow(ctx, callGuardSelect+` WHERE e.id = ?`, executionID))
+	return g, one(err, "execution", executionID)
+}
+
+// scanCallGuard scans a row of callGuardSelect.
+func scanCallGuard(r scanner) (storage.CallGuard, error) {
 	var g storage.CallGuard
 	var e execRow
 	var w workRow
 	dest := append(append(e.dest(), w.dest()...), &g.Declared, &g.LatestGeneration, &g.ActiveWait, &g.LiveTokens, &g.KeyOwner, &g.KeyWaits)
-	if err := one(q.q.queryRow(ctx, callGuardQuery, executionID).Scan(dest...), "execution", executionID); err != nil {
+	if err := r.Scan(dest...); err != nil {
 		return g, err
 	}
 	g.Execution = e.record()

@@ -403,7 +403,8 @@ func (t *tx) AcquireKey(ctx context.Context, p *storage.AcquireKeyParams) error 
 // the key's owner.
 func (t *tx) ReleaseKeys(ctx context.Context, workID string, at time.Time) error {
 	owned := t.q.turn.rows.KeysOwnedBy(workID)
-	if err := t.q.later(ctx, `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`, ts(at), workID); err != nil {
+	if err := t.q.deferred(ctx, pending{sql: `UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL`,
+		args: []any{ts(at), workID}, only: storage.RowScope{KeysOf: workID}}); err != nil {
 		return err
 	}
 	t.q.turn.rows.KeepReleasedKeys(owned)

@@ -63,6 +63,12 @@ func (t *tx) GetCallGuard(ctx context.Context, executionID string) (storage.Call
 	return t.rows.ReadCallGuard(ctx, executionID, t.queries.GetCallGuard)
 }
 
+// ReadCallGuardsAhead reads nothing ahead: a guard read is a few
+// microseconds inside the writer here, and the transaction's writes would
+// mostly drop the guards read ahead (storage.TxRows.StatementOn) before
+// their use.
+func (t *tx) ReadCallGuardsAhead(context.Context, []string) error { return nil }
+
 // GetActiveWait is the transaction's read of a Work's active wait: none,
 // without a statement, when the transaction's guard read found none and
 // nothing since changed the waits (TxRows.NoActiveWait).

@@ -463,3 +463,30 @@ func (t *keyAbsenceTx) ListActiveWaitsByKey(ctx context.Context, scope, key stri
 	}
 	return t.Tx.ListActiveWaitsByKey(ctx, scope, key)
 }
+
+// guardsAheadKeptStale keeps the guards it read ahead to the end of the
+// transaction, whatever the transaction writes since.
+var guardsAheadKeptStale = txControl("guards_ahead_kept_stale", "guards read ahead are given out after writes that changed them",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return &staleAheadTx{Tx: tx} })
+
+type staleAheadTx struct {
+	storage.Tx
+	ahead map[string]storage.CallGuard
+}
+
+func (t *staleAheadTx) ReadCallGuardsAhead(ctx context.Context, ids []string) error {
+	t.ahead = map[string]storage.CallGuard{}
+	for _, id := range ids {
+		if g, err := t.Tx.GetCallGuard(ctx, id); err == nil {
+			t.ahead[id] = g
+		}
+	}
+	return nil
+}
+
+func (t *staleAheadTx) GetCallGuard(ctx context.Context, id string) (storage.CallGuard, error) {
+	if g, ok := t.ahead[id]; ok {
+		return g, nil
+	}
+	return t.Tx.GetCallGuard(ctx, id)
+}

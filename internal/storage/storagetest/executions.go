@@ -298,6 +298,7 @@ func executionCases() []Case {
 		{Name: "call_guard_reads_the_work_key", Run: plain(callGuardReadsTheWorkKey), Control: guardMissesTheWorkKey},
 		{Name: "call_guard_key_reads_see_tx_writes", Run: plain(callGuardKeyReadsSeeTxWrites), Control: txKeepsKeyAbsence},
 		{Name: "updates_of_read_rows", Run: plain(updatesOfReadRows), Control: updateForgetsAttempts},
+		{Name: "call_guards_read_ahead", Run: plain(callGuardsReadAhead), Control: guardsAheadKeptStale},
 	}
 }
 
@@ -1327,6 +1328,121 @@ func callGuardSeesTxWrites(ctx context.Context, s storage.Store) error {
 		return first(
 			want(reflect.DeepEqual(g.Execution, stopped) && reflect.DeepEqual(exe, stopped), "after an update in its transaction the call guard read %+v and GetExecution %+v, want %+v", g.Execution, exe, stopped),
 			want(reflect.DeepEqual(g.Work, w), "after an update in its transaction the call guard read the Work %+v, want %+v", g.Work, w),
+		)
+	})
+}
+
+// callGuardsReadAhead: guards read ahead (Tx.ReadCallGuardsAhead) answer
+// as GetCallGuard would have without it: unchanged where the
+// transaction's writes since touched other rows, and with those writes
+// where they touched the guard's own execution, Work or key, or a table
+// every guard reads.
+func callGuardsReadAhead(ctx context.Context, s storage.Store) error {
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	before := map[string]storage.CallGuard{}
+	var ids []string
+	for _, n := range names {
+		if _, err := SeedExecution(ctx, s, "wrk_"+n, "exe_"+n); err != nil {
+			return err
+		}
+		g, err := s.GetCallGuard(ctx, "exe_"+n)
+		if err != nil {
+			return err
+		}
+		before[n] = g
+		ids = append(ids, "exe_"+n)
+	}
+	ids = append(ids, "exe_none")
+	if before["e"].KeyOwner != "wrk_e" || before["f"].Declared || before["f"].LatestGeneration != 0 {
+		return fmt.Errorf("seeded guards of e, f = %+v, %+v", before["e"], before["f"])
+	}
+	unchanged := func(tx storage.Tx, n, after string) error {
+		g, err := tx.GetCallGuard(ctx, "exe_"+n)
+		if err != nil {
+			return err
+		}
+		return want(reflect.DeepEqual(g, before[n]), "the guard of exe_%s %s = %+v; want it as before the transaction, %+v", n, after, g, before[n])
+	}
+	finished, succeeded, held, lease := storage.ExecutionFinished, storage.WorkSucceeded, "held by ann", at(90)
+	return s.WithTx(ctx, func(tx storage.Tx) error {
+		if err := tx.ReadCallGuardsAhead(ctx, ids); err != nil {
+			return err
+		}
+		if err := unchanged(tx, "a", "first"); err != nil {
+			return err
+		}
+		// A completion of a: its execution, its Work, its keys.
+		if _, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_a", Epoch: 1, Owner: "owner-a", State: &finished, Now: at(2)}); err != nil {
+			return err
+		}
+		if _, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_a", State: &succeeded, Now: at(2)}); err != nil {
+			return err
+		}
+		if err := tx.ReleaseKeys(ctx, "wrk_a", at(2)); err != nil {
+			return err
+		}
+		if err := unchanged(tx, "b", "after another execution's completion"); err != nil {
+			return err
+		}
+		// c's execution, d's Work and e's keys change, each read first,
+		// as a completion reads what it writes.
+		if _, err := tx.GetExecution(ctx, "exe_c"); err != nil {
+			return err
+		}
+		renewed, err := tx.UpdateExecution(ctx, &storage.UpdateExecutionParams{ID: "exe_c", Epoch: 1, Owner: "owner-a", LeaseExpiresAt: &lease, Now: at(3)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.GetWork(ctx, "wrk_d"); err != nil {
+			return err
+		}
+		heldWork, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_d", BlockedReason: &held, Now: at(3)})
+		if err != nil {
+			return err
+		}
+		if err := tx.ReleaseKeys(ctx, "wrk_e", at(3)); err != nil {
+			return err
+		}
+		gc, err := tx.GetCallGuard(ctx, "exe_c")
+		if err != nil {
+			return err
+		}
+		gd, err := tx.GetCallGuard(ctx, "exe_d")
+		if err != nil {
+			return err
+		}
+		ge, err := tx.GetCallGuard(ctx, "exe_e")
+		if err != nil {
+			return err
+		}
+		if err := first(
+			want(reflect.DeepEqual(gc.Execution, renewed), "the guard of exe_c after its renewal read %+v; want %+v", gc.Execution, renewed),
+			want(reflect.DeepEqual(gd.Work, heldWork), "the guard of exe_d after its Work's hold read %+v; want %+v", gd.Work, heldWork),
+			want(ge.KeyOwner == "", "the guard of exe_e after its Work's keys were released says %q owns its key", ge.KeyOwner),
+		); err != nil {
+			return err
+		}
+		// A declaration and a generation: what every guard reads.
+		if err := tx.InsertDeclaration(ctx, &storage.Declaration{Execution: "exe_f", Epoch: 1, Kind: storage.DeclaredWait, Payload: []byte(`{"types":["a.b"]}`), DeclaredAt: at(4)}); err != nil {
+			return err
+		}
+		if err := tx.InsertGeneration(ctx, generation(1)); err != nil {
+			return err
+		}
+		gf, err := tx.GetCallGuard(ctx, "exe_f")
+		if err != nil {
+			return err
+		}
+		gg, err := tx.GetCallGuard(ctx, "exe_g")
+		if err != nil {
+			return err
+		}
+		_, none := tx.GetCallGuard(ctx, "exe_none")
+		return first(
+			want(gf.Declared && gf.LatestGeneration == 1, "the guard of exe_f after its declaration and a generation says declared %v, generation %d", gf.Declared, gf.LatestGeneration),
+			want(gg.LatestGeneration == 1 && reflect.DeepEqual(gg.Execution, before["g"].Execution) && reflect.DeepEqual(gg.Work, before["g"].Work),
+				"the guard of exe_g after a generation = %+v", gg),
+			wantErr(none, storage.ErrNotFound, "the guard of an execution that does not exist, read ahead"),
 		)
 	})
 }
