@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -173,5 +174,77 @@ func TestTxRowsKnowsTheKeysItReleased(t *testing.T) {
 		if c.KeyUnowned("s2", "pr/1") {
 			t.Errorf("a key of another scope reads as released")
 		}
+	}
+}
+
+// Guards read ahead are given out once each, and only while no statement
+// since may have changed them: a write that names its rows drops the
+// guards of those rows alone, any other write to a table a guard reads
+// drops them all, and a plain read or an event insert none.
+func TestTxRowsGuardsReadAhead(t *testing.T) {
+	guard := func(n string) CallGuard {
+		return CallGuard{Execution: Execution{ID: "exe_" + n, Work: "wrk_" + n}, Work: Work{ID: "wrk_" + n, Scope: "s1", Grants: []string{"g"}},
+			KeyOwner: "wrk_" + n}
+	}
+	names := []string{"a", "b", "c", "d"}
+	reads := 0
+	read := func(_ context.Context, id string) (CallGuard, error) {
+		reads++
+		return CallGuard{Execution: Execution{ID: id}, LatestGeneration: 7}, nil
+	}
+	served := func(c *TxRows, n string) bool {
+		t.Helper()
+		before := reads
+		g, err := c.ReadCallGuard(context.Background(), "exe_"+n, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads == before && (g.Work.ID != "wrk_"+n || g.KeyOwner != "wrk_"+n) {
+			t.Fatalf("the guard of exe_%s given out from ahead = %+v", n, g)
+		}
+		return reads == before
+	}
+	for _, c := range []struct {
+		query   string
+		only    RowScope
+		dropped string // the guards a later read finds read ahead no more
+	}{
+		{"SELECT 1 FROM work WHERE id = ?", RowScope{}, ""},
+		{"INSERT INTO events (seq) VALUES (?)", RowScope{}, ""},
+		{"WITH u AS (UPDATE executions SET state = ? WHERE id = ? RETURNING 1) SELECT 1 / COUNT(*) FROM u", RowScope{Execution: "exe_b"}, "b"},
+		{"WITH u AS (UPDATE work SET state = ? WHERE id = ? RETURNING 1) SELECT 1 / COUNT(*) FROM u", RowScope{Work: "wrk_c"}, "c"},
+		{"UPDATE work_keys SET released_at = ? WHERE work = ? AND released_at IS NULL", RowScope{KeysOf: "wrk_d"}, "d"},
+		{"UPDATE executions SET state = ? WHERE id = ?", RowScope{}, "abcd"},
+		{"INSERT INTO declarations (execution) VALUES (?)", RowScope{}, "abcd"},
+		{"INSERT INTO config_generations (number) VALUES (?)", RowScope{}, "abcd"},
+		{"UPDATE waits SET state = ? WHERE id = ?", RowScope{Work: "wrk_a"}, "abcd"},
+		{"SAVEPOINT member", RowScope{}, "abcd"},
+	} {
+		var rows TxRows
+		var ahead []CallGuard
+		for _, n := range names {
+			ahead = append(ahead, guard(n))
+		}
+		rows.KeepCallGuards(ahead)
+		rows.StatementOn(c.query, c.only)
+		for _, n := range names {
+			want := !strings.Contains(c.dropped, n)
+			if got := served(&rows, n); got != want {
+				t.Errorf("after %q on %+v: the guard of exe_%s given out from ahead %v, want %v", c.query, c.only, n, got, want)
+			}
+		}
+		if served(&rows, "a") {
+			t.Errorf("after %q: the guard of exe_a was given out from ahead twice", c.query)
+		}
+		if g, _ := rows.Work("wrk_b"); !strings.Contains(c.dropped, "b") && g.ID != "wrk_b" {
+			t.Errorf("after %q: the Work of a guard given out from ahead is not kept", c.query)
+		}
+	}
+	var rows TxRows
+	a := guard("a")
+	rows.KeepCallGuards([]CallGuard{a})
+	a.Work.Grants[0] = "changed" // the kept guard is a copy
+	if g, _ := rows.ReadCallGuard(context.Background(), "exe_a", read); g.Work.Grants[0] != "g" {
+		t.Fatalf("the guard given out shares its grants with the guard kept: %v", g.Work.Grants)
 	}
 }
