@@ -63,7 +63,7 @@ type TxRows struct {
 	// what eight tables hold: all are dropped at a statement that may
 	// change any of them, but for a write whose rows are named
 	// (StatementOn), which drops the guards it may change alone.
-	ahead map[string]CallGuard
+	ahead kept[CallGuard]
 }
 
 // RowScope names the rows a write changes, when they are these alone: a
@@ -85,10 +85,11 @@ func (c *TxRows) StatementOn(query string, only RowScope) {
 		return
 	}
 	t := touches(query)
-	if len(c.ahead) > 0 && t != 0 {
-		if only == (RowScope{}) || t&^(touchWork|touchExecs|touchKeys) != 0 {
-			clear(c.ahead)
-		}
+	switch {
+	case len(c.ahead) == 0 || t == 0:
+	case only == (RowScope{}) || t&^(touchWork|touchExecs|touchKeys) != 0:
+		clear(c.ahead)
+	default:
 		for id, g := range c.ahead {
 			if only.Execution != "" && g.Execution.ID == only.Execution || only.Work != "" && g.Work.ID == only.Work ||
 				only.KeysOf != "" && (g.Work.ID == only.KeysOf || g.KeyOwner == only.KeysOf) {
@@ -318,11 +319,10 @@ func (c *TxRows) ReadExecution(ctx context.Context, id string, read func(context
 // the latest, and the one statement answers them with the rows), with its
 // execution and Work rows kept for the transaction's later reads.
 func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read func(context.Context, string) (CallGuard, error)) (CallGuard, error) {
-	g, ok := c.ahead[executionID]
+	g, ok := c.ahead.get(executionID)
 	var err error
 	if ok {
 		delete(c.ahead, executionID)
-		g.Execution, g.Work = g.Execution.cloned(), g.Work.cloned()
 	} else {
 		g, err = read(ctx, executionID)
 	}
@@ -348,12 +348,8 @@ func (c *TxRows) ReadCallGuard(ctx context.Context, executionID string, read fun
 // as if it had read it then, while no statement since may have changed
 // what it says (see StatementOn).
 func (c *TxRows) KeepCallGuards(guards []CallGuard) {
-	if c.ahead == nil {
-		c.ahead = map[string]CallGuard{}
-	}
 	for _, g := range guards {
-		g.Execution, g.Work = g.Execution.cloned(), g.Work.cloned()
-		c.ahead[g.Execution.ID] = g
+		c.ahead.put(g.Execution.ID, g)
 	}
 }
 
@@ -456,6 +452,11 @@ func (e Execution) cloned() Execution {
 		e.Usage = &u
 	}
 	return e
+}
+
+func (g CallGuard) cloned() CallGuard {
+	g.Execution, g.Work = g.Execution.cloned(), g.Work.cloned()
+	return g
 }
 
 func (e Event) cloned() Event {
