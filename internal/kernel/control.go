@@ -192,8 +192,9 @@ func (c *Control) CreateWork(ctx context.Context, req CreateWorkRequest) (Create
 	// is mostly answered from its Idempotency-Key record before it gets
 	// here, so the first transaction skips reading the Work, and only
 	// when it finds the Work after all does a second one read it.
-	out, err := c.createWork(ctx, req, actor, req.ID != "")
-	if req.ID != "" && errors.Is(err, storage.ErrDuplicate) {
+	assumeNew := req.ID != ""
+	out, err := c.createWork(ctx, req, actor, assumeNew)
+	if assumeNew && errors.Is(err, storage.ErrDuplicate) {
 		out, err = c.createWork(ctx, req, actor, false)
 	}
 	return out, err
