@@ -63,20 +63,20 @@ func (t *txLogTx) UpdateWork(ctx context.Context, p *storage.UpdateWorkParams) (
 	return t.Tx.UpdateWork(ctx, p)
 }
 
-// ClaimWork does not move a fenced Work, as if it had moved since it was
-// listed.
+// ClaimWork refuses a claim that lists a fenced Work, as if it had moved
+// since it was listed (the round's claims are all or none).
 func (t *txLogTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
-	q := *p
-	q.Work = nil
 	t.l.mu.Lock()
-	t.l.claimed = append(t.l.claimed, len(p.Work))
-	for _, w := range p.Work {
-		if !t.l.fenceWork[w.ID] {
-			q.Work = append(q.Work, w)
-		}
+	t.l.claimed = append(t.l.claimed, len(p.Work)+len(p.Listed))
+	fenced := false
+	for _, w := range append(storage.Revisions(p.Listed), p.Work...) {
+		fenced = fenced || t.l.fenceWork[w.ID]
 	}
 	t.l.mu.Unlock()
-	return t.Tx.ClaimWork(ctx, &q)
+	if fenced {
+		return nil, storage.ErrFenced
+	}
+	return t.Tx.ClaimWork(ctx, p)
 }
 
 func (t *txLogTx) InsertExecutions(ctx context.Context, ps []storage.InsertExecutionParams) ([]storage.Execution, error) {

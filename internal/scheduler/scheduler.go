@@ -458,26 +458,24 @@ func (s *Scheduler) claimInTx(ctx context.Context, tx storage.Tx, p *claimPlan) 
 }
 
 // claimWorkInTx moves the Work of the round's new attempts to running in
-// one statement (storage.Tx.ClaimWork) and returns the ids it moved; a
-// resumed Work counts no attempt and is left to claimRestInTx.
-// storage.ErrFenced when one of them moved since it was listed: the round
-// then claims plan by plan.
+// one statement (storage.Tx.ClaimWork, all or none of the rows as they
+// were listed) and returns the ids it moved; a resumed Work counts no
+// attempt and is left to claimRestInTx. storage.ErrFenced, here or from
+// a later statement of the transaction, when one of them moved since it
+// was listed: the round then claims plan by plan.
 func (s *Scheduler) claimWorkInTx(ctx context.Context, tx storage.Tx, plans []*claimPlan) (map[string]bool, error) {
-	var list []storage.WorkRevision
+	var list []storage.Work
 	for _, p := range plans {
 		if !p.resume {
-			list = append(list, storage.WorkRevision{ID: p.w.ID, Revision: p.w.Revision})
+			list = append(list, p.w)
 		}
 	}
 	if len(list) < 2 {
 		return nil, nil
 	}
-	ws, err := tx.ClaimWork(ctx, &storage.ClaimWorkParams{Work: list, Now: s.now()})
+	ws, err := tx.ClaimWork(ctx, &storage.ClaimWorkParams{Listed: list, Now: s.now()})
 	if err != nil {
 		return nil, err
-	}
-	if len(ws) != len(list) {
-		return nil, storage.ErrFenced
 	}
 	moved := make(map[string]bool, len(ws))
 	for _, w := range ws {

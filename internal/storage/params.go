@@ -302,17 +302,30 @@ type UpdateExecutionParams struct {
 	Now      time.Time
 }
 
-// ClaimWorkParams is a set of ready Work to start at Now (Tx.ClaimWork),
-// each at the revision it was listed at.
+// ClaimWorkParams is a set of ready Work to start at Now (Tx.ClaimWork):
+// Work, each at the revision it was listed at, or Listed.
 type ClaimWorkParams struct {
 	Work []WorkRevision
-	Now  time.Time
+	// Listed, instead of Work, are the rows themselves as the caller
+	// listed them (ListClaimable), and make the claim all or none: see
+	// Tx.ClaimWork.
+	Listed []Work
+	Now    time.Time
 }
 
 // WorkRevision is a Work at a revision.
 type WorkRevision struct {
 	ID       string
 	Revision int64
+}
+
+// Revisions are the rows ws at their revisions.
+func Revisions(ws []Work) []WorkRevision {
+	out := make([]WorkRevision, len(ws))
+	for i, w := range ws {
+		out[i] = WorkRevision{ID: w.ID, Revision: w.Revision}
+	}
+	return out
 }
 
 // MarkLaunchedParams is a set of segments handed to their executors at

@@ -193,6 +193,15 @@ type Tx interface {
 	// its revision is bumped at Now. It returns the rows it moved, in no
 	// particular order; a Work it did not move (changed since it was
 	// listed, held, not ready, unknown) is left as it was.
+	//
+	// With Listed the claim is all or none: every listed row that is
+	// still as listed (its Revision), ready and not held moves, and the
+	// rows returned are the listed rows as the claim leaves them. Should
+	// any of them have moved on, an error matching ErrFenced fails the
+	// transaction: ClaimWork's own (which its caller returns), or, since
+	// a store may answer from the listed rows and send the statement with
+	// the caller's next one, a later statement's, or WithTx's when the
+	// claim was the caller's last write.
 	ClaimWork(ctx context.Context, p *ClaimWorkParams) ([]Work, error)
 	// AcquireKey makes a Work the owner of a key in its scope;
 	// ErrDuplicate when another Work owns it. Owning it already is fine.

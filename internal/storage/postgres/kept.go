@@ -161,3 +161,40 @@ func (t *tx) updateKeptExecution(ctx context.Context, cur storage.Execution, p *
 	t.q.turn.rows.KeepExecution(e)
 	return e, nil
 }
+
+// claimListed is a claim of Listed rows, all or none, answered from them:
+// a row still at its listed revision is the row as listed (every write
+// of a Work moves its revision), so the claimed rows are computed, kept
+// and returned, and the UPDATE travels with the caller's next statement,
+// failing it should it move fewer rows than listed. A listed row that is
+// not ready or is held is refused without a statement.
+func (t *tx) claimListed(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	if len(p.Listed) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 2+2*len(p.Listed))
+	args = append(args, ts(p.Now))
+	out := make([]storage.Work, 0, len(p.Listed))
+	for _, w := range p.Listed {
+		if w.State != storage.WorkReady || w.BlockedReason != "" {
+			return nil, movedOn("work", w.ID)
+		}
+		args = append(args, w.ID, w.Revision)
+		w.Revision++
+		w.UpdatedAt = fromTS(ts(p.Now))
+		w.State = storage.WorkRunning
+		w.InputWatermark = w.InputCount
+		w.Attempts++
+		out = append(out, w)
+	}
+	args = append(args, len(p.Listed))
+	err := t.q.deferred(ctx, pending{sql: `WITH u AS (` + claimWork(len(p.Listed)) + ` RETURNING 1) SELECT 1 / (COUNT(*) = ?)::int FROM u`,
+		args: args, fence: "a Work listed for the claim"})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range out {
+		t.q.turn.rows.KeepWrittenWork(w)
+	}
+	return out, nil
+}

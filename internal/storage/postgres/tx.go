@@ -586,26 +586,43 @@ func (t *tx) UpdateExecution(ctx context.Context, p *storage.UpdateExecutionPara
 	return t.writeExecution(ctx, "update execution", p.ID, query, args...)
 }
 
-// ClaimWork is one UPDATE for every listed Work, each matched by its
-// primary key at its revision; the transaction keeps the rows it returns,
-// which it holds locked to its end.
+// claimWork is the UPDATE of a claim of n Work, each matched by its
+// primary key at its revision.
+func claimWork(n int) string {
+	return `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
+		WHERE (` + idPairs(n, "revision") + `) AND state = 'ready' AND blocked_reason = ''`
+}
+
+// ClaimWork is one UPDATE for every listed Work (claimWork); the
+// transaction keeps the rows it returns, which it holds locked to its
+// end. A claim of Listed rows in a batch is answered from them
+// (claimListed).
 func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
-	if len(p.Work) == 0 {
+	list := p.Work
+	if p.Listed != nil {
+		if t.q.inBatch() {
+			return t.claimListed(ctx, p)
+		}
+		list = storage.Revisions(p.Listed)
+	}
+	if len(list) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 1+2*len(p.Work))
+	args := make([]any, 0, 1+2*len(list))
 	args = append(args, ts(p.Now))
-	for _, w := range p.Work {
+	for _, w := range list {
 		args = append(args, w.ID, w.Revision)
 	}
-	rows, err := t.q.query(ctx, `UPDATE work SET revision = revision + 1, updated_at = ?, state = 'running', input_watermark = input_count, attempts = attempts + 1
-		WHERE (`+idPairs(len(p.Work), "revision")+`) AND state = 'ready' AND blocked_reason = '' RETURNING `+workCols, args...)
+	rows, err := t.q.query(ctx, claimWork(len(list))+` RETURNING `+workCols, args...)
 	ws, err := collect(rows, err, scanWork)
 	if err != nil {
 		return nil, writeErr(err, "claim work")
 	}
 	for _, w := range ws {
 		t.q.turn.rows.KeepWrittenWork(w)
+	}
+	if p.Listed != nil && len(ws) != len(list) {
+		return nil, movedOn("work", "listed for the claim")
 	}
 	return ws, nil
 }

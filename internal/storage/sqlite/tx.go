@@ -490,23 +490,32 @@ func claimWorkQuery(n int) string {
 }
 
 // ClaimWork is one UPDATE for every listed Work (claimWorkQuery); the
-// transaction keeps the rows it returns.
+// transaction keeps the rows it returns. A claim of Listed rows runs the
+// same statement (a statement is microseconds inside the writer here) and
+// is refused when it moved fewer than listed.
 func (t *tx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
-	if len(p.Work) == 0 {
+	list := p.Work
+	if p.Listed != nil {
+		list = storage.Revisions(p.Listed)
+	}
+	if len(list) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 1+2*len(p.Work))
+	args := make([]any, 0, 1+2*len(list))
 	args = append(args, ts(p.Now))
-	for _, w := range p.Work {
+	for _, w := range list {
 		args = append(args, w.ID, w.Revision)
 	}
-	rows, err := t.q.QueryContext(ctx, claimWorkQuery(len(p.Work)), args...)
+	rows, err := t.q.QueryContext(ctx, claimWorkQuery(len(list)), args...)
 	ws, err := collect(rows, err, scanWork)
 	if err != nil {
 		return nil, writeErr(err, "claim work")
 	}
 	for _, w := range ws {
 		t.rows.KeepWork(w)
+	}
+	if p.Listed != nil && len(ws) != len(list) {
+		return nil, fmt.Errorf("%w: a listed Work has moved on since it was listed", storage.ErrFenced)
 	}
 	return ws, nil
 }

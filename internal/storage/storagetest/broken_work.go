@@ -269,3 +269,17 @@ func (t claimsPastTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams)
 	}
 	return out, nil
 }
+
+// wholeClaimInPart claims listed rows in part: what is still as listed
+// moves and the rest is passed over, as a claim by revisions would.
+var wholeClaimInPart = txControl("whole_claim_in_part", "ClaimWork of Listed rows moves those still as listed and commits without the rest",
+	func(_ storage.Store, tx storage.Tx) storage.Tx { return claimsInPartTx{tx} })
+
+type claimsInPartTx struct{ storage.Tx }
+
+func (t claimsInPartTx) ClaimWork(ctx context.Context, p *storage.ClaimWorkParams) ([]storage.Work, error) {
+	if p.Listed == nil {
+		return t.Tx.ClaimWork(ctx, p)
+	}
+	return t.Tx.ClaimWork(ctx, &storage.ClaimWorkParams{Work: storage.Revisions(p.Listed), Now: p.Now})
+}

@@ -646,6 +646,144 @@ func workClaimedTogether(ctx context.Context, s storage.Store) error {
 	return first(errs...)
 }
 
+// workClaimedWhole: a claim of listed rows (ClaimWorkParams.Listed) is
+// all or none. With one of three Work changed since it was listed, the
+// claim's transaction fails with ErrFenced, whether a statement follows
+// the claim or the claim is its last write, and claims none of them (nor
+// keeps the statement after it); a listing that holds a held Work is
+// refused too. From a new listing all three move, and the rows the claim
+// returns are the rows read inside its transaction and after it.
+func workClaimedWhole(ctx context.Context, s storage.Store) error {
+	ids := []string{"wrk_a", "wrk_b", "wrk_c"}
+	for _, id := range ids {
+		if _, err := SeedWork(ctx, s, id); err != nil {
+			return err
+		}
+	}
+	list := func() ([]storage.Work, error) {
+		var ws []storage.Work
+		for _, id := range ids {
+			w, err := s.GetWork(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+		return ws, nil
+	}
+	listed, err := list()
+	if err != nil {
+		return err
+	}
+	// wrk_b takes an input after it was listed.
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		if _, err := insertEvent(ctx, tx, "evt_in", nil); err != nil {
+			return err
+		}
+		_, err := tx.QueueInput(ctx, &storage.QueueInputParams{Work: "wrk_b", Event: "evt_in", At: at(1)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	before, err := list()
+	if err != nil {
+		return err
+	}
+	claim := func(ws []storage.Work, then func(tx storage.Tx) error) ([]storage.Work, error) {
+		var out []storage.Work
+		err := s.WithTx(ctx, func(tx storage.Tx) error {
+			var err error
+			if out, err = tx.ClaimWork(ctx, &storage.ClaimWorkParams{Listed: ws, Now: at(3)}); err != nil {
+				return err
+			}
+			if then != nil {
+				return then(tx)
+			}
+			return nil
+		})
+		return out, err
+	}
+	_, staleThen := claim(listed, func(tx storage.Tx) error {
+		_, err := insertEvent(ctx, tx, "evt_after_claim", nil)
+		return err
+	})
+	_, staleLast := claim(listed, nil)
+	held := "held_by_test"
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", BlockedReason: &held, Now: at(2)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	withHeld, err := list()
+	if err != nil {
+		return err
+	}
+	_, heldErr := claim(withHeld, nil)
+	errs := []error{
+		wantErr(staleThen, storage.ErrFenced, "a whole claim of a Work changed since it was listed, a statement after it"),
+		wantErr(staleLast, storage.ErrFenced, "a whole claim of a Work changed since it was listed, as the last write"),
+		wantErr(heldErr, storage.ErrFenced, "a whole claim listing a held Work"),
+	}
+	if _, err := s.GetEvent(ctx, "evt_after_claim"); !errors.Is(err, storage.ErrNotFound) {
+		errs = append(errs, fmt.Errorf("the event inserted after a refused claim reads %v, want it never committed", err))
+	}
+	for i, id := range ids[:2] {
+		w, err := s.GetWork(ctx, id)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, want(same(w, before[i]), "%s after refused whole claims reads %+v; before %+v", id, w, before[i]))
+	}
+	unheld := ""
+	err = s.WithTx(ctx, func(tx storage.Tx) error {
+		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", BlockedReason: &unheld, Now: at(2)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fresh, err := list()
+	if err != nil {
+		return err
+	}
+	inTx := map[string]storage.Work{}
+	claimed, err := claim(fresh, func(tx storage.Tx) error {
+		for _, id := range ids {
+			w, err := tx.GetWork(ctx, id)
+			if err != nil {
+				return err
+			}
+			inTx[id] = w
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("a whole claim of Work as listed: %w", err)
+	}
+	errs = append(errs, want(len(claimed) == len(ids), "a whole claim of %d Work returned %d rows", len(ids), len(claimed)))
+	for _, c := range claimed {
+		var was storage.Work
+		for _, f := range fresh {
+			if f.ID == c.ID {
+				was = f
+			}
+		}
+		w, err := s.GetWork(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		errs = append(errs,
+			want(c.State == storage.WorkRunning && c.Attempts == was.Attempts+1 && c.InputWatermark == was.InputCount &&
+				c.Revision == was.Revision+1 && c.UpdatedAt.Equal(at(3)), "%s as its whole claim returned it = %+v; listed %+v", c.ID, c, was),
+			want(same(c, w), "%s as its whole claim returned it = %+v; the store then reads %+v", c.ID, c, w),
+			want(same(c, inTx[c.ID]), "%s as its whole claim returned it = %+v; its transaction then read %+v", c.ID, c, inTx[c.ID]))
+	}
+	return first(errs...)
+}
+
 func workCases() []Case {
 	return []Case{
 		{Name: "work_round_trip", Run: plain(workRoundTrip), Control: updateWorkZeroesNilFields},
@@ -660,6 +798,7 @@ func workCases() []Case {
 		{Name: "work_inserted_owning_its_key", Run: plain(workInsertedOwningItsKey), Control: insertForgetsOwnKey},
 		{Name: "work_inserted_assumed_new", Run: plain(workInsertedAssumedNew), Control: assumedInsertSkipsTakenID},
 		{Name: "work_claimed_together", Run: plain(workClaimedTogether), Control: claimsPastRevision},
+		{Name: "work_claimed_whole", Run: plain(workClaimedWhole), Control: wholeClaimInPart},
 		{Name: "inputs_list_window", Run: plain(inputsListWindow), Control: inputsIgnoreUntil},
 		{Name: "work_survives_reopen", Run: workSurvivesReopen, Control: forgetsKeysOnReopen},
 	}
