@@ -97,10 +97,10 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		case <-ticks.C:
 			d.tick(ctx)
 		case <-d.wake:
-			d.tick(ctx)
+			d.round(ctx)
 		case <-d.sched.Notify():
 			// A segment reported: apply it, then let its run directory go.
-			d.tick(ctx)
+			d.round(ctx)
 			d.sweepRuns(ctx)
 		case <-sweeps.C:
 			d.sweep(ctx)
@@ -176,9 +176,17 @@ func (d *Daemon) releaseDuties() error {
 	return nil
 }
 
-// tick runs one scheduler round.
-func (d *Daemon) tick(ctx context.Context) {
-	if err := d.sched.Tick(ctx); err != nil && ctx.Err() == nil {
+// tick runs one scheduler round with its timed steps (Scheduler.Tick):
+// at start and every tick interval.
+func (d *Daemon) tick(ctx context.Context) { d.ran(ctx, d.sched.Tick(ctx)) }
+
+// round runs one scheduler round without them (Scheduler.Round): when a
+// write wakes the scheduler or a segment reports.
+func (d *Daemon) round(ctx context.Context) { d.ran(ctx, d.sched.Round(ctx)) }
+
+// ran logs a round's failure and tells the tests' hook.
+func (d *Daemon) ran(ctx context.Context, err error) {
+	if err != nil && ctx.Err() == nil {
 		d.log.Error("scheduler round failed", "error", err)
 	}
 	if d.opts.ticked != nil {

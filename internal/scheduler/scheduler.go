@@ -176,16 +176,30 @@ func (s *Scheduler) Close() error {
 
 // Tick runs one round: apply the results segments reported, fire due
 // timers, recover expired leases, stop fenced attempts, claim ready Work.
-func (s *Scheduler) Tick(ctx context.Context) error {
+func (s *Scheduler) Tick(ctx context.Context) error { return s.round(ctx, true) }
+
+// Round is Tick without the steps the clock alone makes necessary (firing
+// due timers, recovering expired leases): the round a write that can
+// start or wake Work, or a segment's report, calls for. Those steps are
+// due by time, not by what was written, and read the store for nothing
+// on every such round; a daemon runs them on its periodic Tick, so a
+// timer or an expired lease waits at most one tick interval, as it does
+// on an idle daemon.
+func (s *Scheduler) Round(ctx context.Context) error { return s.round(ctx, false) }
+
+// round is Tick, or Round without timed steps.
+func (s *Scheduler) round(ctx context.Context, timed bool) error {
 	var errs []error
 	if _, err := s.ApplyResults(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := s.FireDue(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := s.RecoverExpired(ctx); err != nil {
-		errs = append(errs, err)
+	if timed {
+		if _, err := s.FireDue(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := s.RecoverExpired(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := s.StopFenced(ctx); err != nil {
 		errs = append(errs, err)

@@ -415,6 +415,33 @@ func TestWaitTimeoutWakesTheWork(t *testing.T) {
 	}
 }
 
+// TestRoundLeavesTimedStepsToTheTick: a round a write or a report calls
+// for (Round) applies results and claims but leaves a due timer to the
+// periodic Tick, which fires it.
+func TestRoundLeavesTimedStepsToTheTick(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	w := h.create("br")
+	h.tick()
+	seg := h.resumer.Next(t)
+	h.declare(seg, kernel.Declaration{Wait: &kernel.WaitSpec{Types: []string{"never.comes"}, Timeout: time.Minute}})
+	h.finish(seg, executor.Result{Outcome: executor.Suspended})
+	h.clock.Advance(2 * time.Minute)
+	if err := h.s.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.s.WaitPrepared(ctx)
+	if got := h.work(w.ID); got.State != storage.WorkWaiting || got.InputCount != 1 {
+		t.Fatalf("after a round the Work is %s with %d inputs, want still waiting with 1: the round fired its due timer", got.State, got.InputCount)
+	}
+	if err := h.s.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.resumer.Next(t); res.Kind != "resume" {
+		t.Fatalf("after the tick: %s, want resume", res.Kind)
+	}
+}
+
 func TestDeclaredOutcomeReplacesTheExecutors(t *testing.T) {
 	h := newHarness(t, nil)
 	w := h.create("b1")
