@@ -175,17 +175,17 @@ func (t *tx) claimListed(ctx context.Context, p *storage.ClaimWorkParams) ([]sto
 	args := make([]any, 0, 2+2*len(p.Listed))
 	args = append(args, ts(p.Now))
 	out := make([]storage.Work, 0, len(p.Listed))
+	running := storage.WorkRunning
 	for _, w := range p.Listed {
-		if w.State != storage.WorkReady || w.BlockedReason != "" {
+		// The claim is the update claimWork writes: ready to running,
+		// the watermark at the input count, one more attempt.
+		claimed, ok := workUpdated(w, &storage.UpdateWorkParams{FromStates: []storage.WorkState{storage.WorkReady},
+			State: &running, InputWatermark: &w.InputCount, AddAttempts: 1, Now: p.Now})
+		if !ok || w.BlockedReason != "" {
 			return nil, movedOn("work", w.ID)
 		}
 		args = append(args, w.ID, w.Revision)
-		w.Revision++
-		w.UpdatedAt = fromTS(ts(p.Now))
-		w.State = storage.WorkRunning
-		w.InputWatermark = w.InputCount
-		w.Attempts++
-		out = append(out, w)
+		out = append(out, claimed)
 	}
 	args = append(args, len(p.Listed))
 	err := t.q.deferred(ctx, pending{sql: `WITH u AS (` + claimWork(len(p.Listed)) + ` RETURNING 1) SELECT 1 / (COUNT(*) = ?)::int FROM u`,

@@ -709,12 +709,13 @@ func workClaimedWhole(ctx context.Context, s storage.Store) error {
 		return err
 	})
 	_, staleLast := claim(listed, nil)
-	held := "held_by_test"
-	err = s.WithTx(ctx, func(tx storage.Tx) error {
-		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", BlockedReason: &held, Now: at(2)})
-		return err
-	})
-	if err != nil {
+	hold := func(reason string) error {
+		return s.WithTx(ctx, func(tx storage.Tx) error {
+			_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", BlockedReason: &reason, Now: at(2)})
+			return err
+		})
+	}
+	if err := hold("held_by_test"); err != nil {
 		return err
 	}
 	withHeld, err := list()
@@ -737,12 +738,7 @@ func workClaimedWhole(ctx context.Context, s storage.Store) error {
 		}
 		errs = append(errs, want(same(w, before[i]), "%s after refused whole claims reads %+v; before %+v", id, w, before[i]))
 	}
-	unheld := ""
-	err = s.WithTx(ctx, func(tx storage.Tx) error {
-		_, err := tx.UpdateWork(ctx, &storage.UpdateWorkParams{ID: "wrk_c", BlockedReason: &unheld, Now: at(2)})
-		return err
-	})
-	if err != nil {
+	if err := hold(""); err != nil {
 		return err
 	}
 	fresh, err := list()
